@@ -1,0 +1,78 @@
+// The one table of named drop reasons (house style rule 10).
+//
+// Every packet the data plane discards is counted under exactly one of these
+// names, per worker lcore. Each layer adds its reasons to its own block; the
+// names are what `iwarpctl stats` and the telemetry show, so they are stable
+// operator-facing identifiers: rename with care.
+#ifndef IWARPD_COMMON_DROP_REASONS_H_
+#define IWARPD_COMMON_DROP_REASONS_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace iwarp {
+
+// X(enum_name, "wire_name", "description")
+#define IWARP_DROP_REASONS(X)                                                   \
+  X(kNone, "none", "not dropped")                                               \
+  /* Ethernet */                                                                \
+  X(kEthTruncated, "eth_truncated", "frame shorter than an Ethernet header")    \
+  X(kEthNotForUs, "eth_not_for_us", "destination MAC neither ours nor broadcast") \
+  X(kEthUnknownType, "eth_unknown_ethertype", "EtherType not ARP or IPv4")      \
+  /* ARP */                                                                     \
+  X(kArpTruncated, "arp_truncated", "ARP packet shorter than 28 bytes")         \
+  X(kArpUnsupported, "arp_unsupported", "ARP hardware/protocol type not Ethernet/IPv4") \
+  X(kArpNotForUs, "arp_not_for_us", "ARP target address is not ours")           \
+  X(kArpBadOpcode, "arp_bad_opcode", "ARP opcode neither request nor reply")    \
+  X(kArpPendingOverflow, "arp_pending_overflow", "queue waiting for ARP resolution is full") \
+  X(kArpUnresolved, "arp_unresolved", "ARP resolution timed out for a queued packet") \
+  /* IPv4 */                                                                    \
+  X(kIpv4Truncated, "ipv4_truncated", "IPv4 header or total length beyond frame") \
+  X(kIpv4BadVersion, "ipv4_bad_version", "IP version is not 4")                 \
+  X(kIpv4BadHeaderLength, "ipv4_bad_ihl", "IHL below 5 or beyond total length") \
+  X(kIpv4BadChecksum, "ipv4_bad_checksum", "IPv4 header checksum mismatch")     \
+  X(kIpv4Fragment, "ipv4_fragment", "IPv4 fragment (reassembly not supported)") \
+  X(kIpv4NotForUs, "ipv4_not_for_us", "destination address is not ours")       \
+  X(kIpv4TtlExpired, "ipv4_ttl_expired", "TTL zero on arrival")                 \
+  X(kIpv4UnknownProtocol, "ipv4_unknown_protocol", "no handler for IP protocol") \
+  /* ICMP */                                                                    \
+  X(kIcmpTruncated, "icmp_truncated", "ICMP message shorter than its header")   \
+  X(kIcmpBadChecksum, "icmp_bad_checksum", "ICMP checksum mismatch")            \
+  X(kIcmpUnhandledType, "icmp_unhandled_type", "ICMP type other than echo request") \
+  /* Transmit side */                                                           \
+  X(kTxRingFull, "tx_ring_full", "transmit queue full, packet not sent")        \
+  X(kNoMbuf, "no_mbuf", "mbuf pool exhausted")                                  \
+  X(kSteerRingFull, "steer_ring_full", "ring to the owning worker was full")
+
+enum class DropReason : uint16_t {
+#define IWARP_DROP_ENUM(name, wire, desc) name,
+  IWARP_DROP_REASONS(IWARP_DROP_ENUM)
+#undef IWARP_DROP_ENUM
+      kCount
+};
+
+inline constexpr size_t kNumDropReasons = static_cast<size_t>(DropReason::kCount);
+
+inline std::string_view DropReasonName(DropReason r) {
+  constexpr std::string_view kNames[] = {
+#define IWARP_DROP_NAME(name, wire, desc) wire,
+      IWARP_DROP_REASONS(IWARP_DROP_NAME)
+#undef IWARP_DROP_NAME
+  };
+  auto i = static_cast<size_t>(r);
+  return i < kNumDropReasons ? kNames[i] : std::string_view("invalid");
+}
+
+inline std::string_view DropReasonDescription(DropReason r) {
+  constexpr std::string_view kDescs[] = {
+#define IWARP_DROP_DESC(name, wire, desc) desc,
+      IWARP_DROP_REASONS(IWARP_DROP_DESC)
+#undef IWARP_DROP_DESC
+  };
+  auto i = static_cast<size_t>(r);
+  return i < kNumDropReasons ? kDescs[i] : std::string_view("invalid");
+}
+
+}  // namespace iwarp
+
+#endif  // IWARPD_COMMON_DROP_REASONS_H_

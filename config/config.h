@@ -1,0 +1,119 @@
+// iwarpd configuration, schema version 1.
+//
+// The YAML file is parsed once at start-up (yaml-cpp) into this struct, which
+// is validated as a whole and then never changed: every thread may read it
+// without synchronisation. See config/examples/reference.yaml for every key
+// with its meaning, default and allowed values.
+#ifndef IWARPD_CONFIG_CONFIG_H_
+#define IWARPD_CONFIG_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace iwarp::config {
+
+inline constexpr int kSchemaVersion = 1;
+
+enum class HugepageMode { kAuto, kOn, kOff };
+enum class LogLevel { kError, kWarning, kNotice, kInfo, kDebug };
+
+struct EalConfig {
+  // lcore that runs the control thread (DPDK main lcore).
+  uint32_t main_lcore = 0;
+  // Memory for DPDK, MiB.
+  uint32_t memory_mb = 512;
+  // auto: hugepages when the machine has them mounted and free, otherwise
+  // --no-huge (logged). on: fail if there are none. off: always --no-huge.
+  HugepageMode hugepages = HugepageMode::kAuto;
+  // DPDK --file-prefix; also names the telemetry socket directory.
+  std::string file_prefix = "iwarpd";
+  // Extra EAL arguments passed through verbatim (after the generated ones).
+  std::vector<std::string> extra_args;
+};
+
+struct PortConfig {
+  std::string name;          // operator's name, unique; used by interfaces
+  std::string vdev;          // DPDK vdev spec, e.g. "net_tap0,iface=iw0"
+  std::string pci;           // or a PCI address "0000:03:00.0"; exactly one is set
+  uint32_t mtu = 1500;       // 68..9600
+  uint16_t rx_queues = 0;    // 0 = one per worker
+  uint16_t tx_queues = 0;    // 0 = one per worker
+  uint16_t rx_descriptors = 1024;
+  uint16_t tx_descriptors = 1024;
+  bool promiscuous = false;
+};
+
+struct Ipv4Prefix {
+  uint32_t address = 0;  // host byte order
+  uint8_t prefix_len = 0;
+};
+
+struct InterfaceConfig {
+  std::string port;          // PortConfig::name
+  Ipv4Prefix ipv4;
+  std::optional<uint32_t> gateway;  // host byte order, inside the prefix
+};
+
+struct WorkerConfig {
+  std::vector<uint32_t> lcores;  // worker lcores; none may be the main lcore
+  uint16_t burst = 32;           // 1..256
+  // After this many empty polls in a row a worker sleeps idle_sleep_us before
+  // polling again; 0 = pure busy polling (lowest latency, one core per worker).
+  uint32_t idle_sleep_us = 0;    // 0..10000
+};
+
+struct MempoolConfig {
+  uint32_t mbufs = 8191;      // per port
+  uint32_t cache = 256;       // per-lcore cache, <= 512
+  uint32_t data_room = 2176;  // bytes per mbuf incl. headroom
+};
+
+struct ArpConfig {
+  uint32_t cache_entries = 1024;  // per worker
+  uint32_t timeout_s = 300;       // entry lifetime
+  uint32_t pending_packets = 64;  // per unresolved address, bounded queue
+  uint32_t retry_ms = 1000;       // request retransmit interval
+};
+
+struct LoggingConfig {
+  LogLevel level = LogLevel::kInfo;
+};
+
+struct TelemetryConfig {
+  bool enabled = true;
+};
+
+struct Config {
+  int version = kSchemaVersion;
+  std::string source;  // file the config came from ("<string>" for tests)
+  EalConfig eal;
+  std::vector<PortConfig> ports;
+  std::vector<InterfaceConfig> interfaces;
+  WorkerConfig workers;
+  MempoolConfig mempools;
+  ArpConfig arp;
+  LoggingConfig logging;
+  TelemetryConfig telemetry;
+};
+
+// Loads and validates a config file. On error the status message is
+// "FILE:LINE:COLUMN: KEY.PATH: what is wrong; what is allowed" and nothing
+// else is returned.
+absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+// Same, from a string; `source_name` is used in place of the file name.
+absl::StatusOr<Config> LoadConfigString(std::string_view yaml,
+                                        std::string_view source_name = "<string>");
+
+std::string_view ToString(HugepageMode m);
+std::string_view ToString(LogLevel l);
+std::string FormatIpv4(uint32_t host_order_addr);
+
+}  // namespace iwarp::config
+
+#endif  // IWARPD_CONFIG_CONFIG_H_
