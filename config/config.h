@@ -7,6 +7,7 @@
 #ifndef IWARPD_CONFIG_CONFIG_H_
 #define IWARPD_CONFIG_CONFIG_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,6 +19,8 @@
 namespace iwarp::config {
 
 inline constexpr int kSchemaVersion = 1;
+// Larger inputs are rejected before parsing.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
 
 enum class HugepageMode { kAuto, kOn, kOff };
 enum class LogLevel { kError, kWarning, kNotice, kInfo, kDebug };
@@ -34,6 +37,8 @@ struct EalConfig {
   std::string file_prefix = "iwarpd";
   // Extra EAL arguments passed through verbatim (after the generated ones).
   std::vector<std::string> extra_args;
+
+  friend bool operator==(const EalConfig&, const EalConfig&) = default;
 };
 
 struct PortConfig {
@@ -46,17 +51,23 @@ struct PortConfig {
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
   bool promiscuous = false;
+
+  friend bool operator==(const PortConfig&, const PortConfig&) = default;
 };
 
 struct Ipv4Prefix {
   uint32_t address = 0;  // host byte order
   uint8_t prefix_len = 0;
+
+  friend bool operator==(const Ipv4Prefix&, const Ipv4Prefix&) = default;
 };
 
 struct InterfaceConfig {
   std::string port;          // PortConfig::name
   Ipv4Prefix ipv4;
   std::optional<uint32_t> gateway;  // host byte order, inside the prefix
+
+  friend bool operator==(const InterfaceConfig&, const InterfaceConfig&) = default;
 };
 
 struct WorkerConfig {
@@ -65,12 +76,16 @@ struct WorkerConfig {
   // After this many empty polls in a row a worker sleeps idle_sleep_us before
   // polling again; 0 = pure busy polling (lowest latency, one core per worker).
   uint32_t idle_sleep_us = 0;    // 0..10000
+
+  friend bool operator==(const WorkerConfig&, const WorkerConfig&) = default;
 };
 
 struct MempoolConfig {
   uint32_t mbufs = 8191;      // per port
   uint32_t cache = 256;       // per-lcore cache, <= 512
   uint32_t data_room = 2176;  // bytes per mbuf incl. headroom
+
+  friend bool operator==(const MempoolConfig&, const MempoolConfig&) = default;
 };
 
 struct ArpConfig {
@@ -78,14 +93,20 @@ struct ArpConfig {
   uint32_t timeout_s = 300;       // entry lifetime
   uint32_t pending_packets = 64;  // per unresolved address, bounded queue
   uint32_t retry_ms = 1000;       // request retransmit interval
+
+  friend bool operator==(const ArpConfig&, const ArpConfig&) = default;
 };
 
 struct LoggingConfig {
   LogLevel level = LogLevel::kInfo;
+
+  friend bool operator==(const LoggingConfig&, const LoggingConfig&) = default;
 };
 
 struct TelemetryConfig {
   bool enabled = true;
+
+  friend bool operator==(const TelemetryConfig&, const TelemetryConfig&) = default;
 };
 
 struct Config {
@@ -99,6 +120,8 @@ struct Config {
   ArpConfig arp;
   LoggingConfig logging;
   TelemetryConfig telemetry;
+
+  friend bool operator==(const Config&, const Config&) = default;
 };
 
 // Loads and validates a config file. On error the status message is
@@ -113,6 +136,15 @@ absl::StatusOr<Config> LoadConfigString(std::string_view yaml,
 std::string_view ToString(HugepageMode m);
 std::string_view ToString(LogLevel l);
 std::string FormatIpv4(uint32_t host_order_addr);
+
+// Multi-line human summary of a loaded config, for the start-up log. Every
+// line ends in '\n'; nothing in it is secret.
+std::string DescribeConfig(const Config& config);
+
+// Renders every key of `config` (defaults included) as schema v1 YAML that
+// LoadConfigString accepts and turns back into an equal Config (apart from
+// `source`). Used by `--check-config` to print the effective configuration.
+std::string FormatConfigYaml(const Config& config);
 
 }  // namespace iwarp::config
 

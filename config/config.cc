@@ -1,0 +1,1147 @@
+// Schema v1 loader: yaml-cpp builds a node tree, Loader walks it into Config
+// and validates every value. Everything that comes from the file is checked
+// and reported as "FILE:LINE:COLUMN: KEY.PATH: what is wrong; what is allowed";
+// no yaml-cpp exception leaves this file.
+#include "config/config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/yaml.h"
+
+namespace iwarp::config {
+namespace {
+
+// Ranges of schema v1. config/examples/reference.yaml documents the same
+// numbers; keep them in step.
+constexpr uint64_t kMaxLcore = 127;  // Debian DPDK 22.11: RTE_MAX_LCORE 128
+constexpr uint64_t kMinMemoryMb = 64;
+constexpr uint64_t kMaxMemoryMb = 1 << 20;
+constexpr size_t kMaxFilePrefix = 64;
+constexpr size_t kMaxExtraArgs = 64;
+constexpr size_t kMaxExtraArgLength = 256;
+constexpr size_t kMaxPorts = 32;  // RTE_MAX_ETHPORTS
+constexpr size_t kMaxPortName = 32;
+constexpr size_t kMaxVdev = 256;
+constexpr uint64_t kMinMtu = 68;  // RFC 791: every host must take 68 octets
+constexpr uint64_t kMaxMtu = 9600;
+constexpr uint64_t kMaxQueues = 64;
+constexpr uint64_t kMinDescriptors = 64;
+constexpr uint64_t kMaxDescriptors = 16384;
+constexpr size_t kMaxInterfaces = 64;
+constexpr uint64_t kMaxBurst = 256;
+constexpr uint64_t kMaxIdleSleepUs = 10000;
+constexpr uint64_t kMinMbufs = 1024;
+constexpr uint64_t kMaxMbufs = (1u << 24) - 1;
+constexpr uint64_t kMaxCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
+constexpr uint64_t kMinDataRoom = 1024;
+constexpr uint64_t kMaxDataRoom = 65535;  // rte_pktmbuf_pool_create takes uint16_t
+constexpr uint64_t kMinArpEntries = 16;
+constexpr uint64_t kMaxArpEntries = 1 << 20;
+constexpr uint64_t kMaxArpTimeoutS = 86400;
+constexpr uint64_t kMaxArpPending = 1024;
+constexpr uint64_t kMinArpRetryMs = 10;
+constexpr uint64_t kMaxArpRetryMs = 60000;
+
+// EAL options that a schema key owns; passing them in extra_args would make
+// two sources of truth.
+struct OwnedOption {
+  absl::string_view option;
+  absl::string_view key;
+};
+constexpr OwnedOption kOwnedOptions[] = {
+    {"-l", "workers.lcores and eal.main_lcore"},
+    {"--lcores", "workers.lcores and eal.main_lcore"},
+    {"-c", "workers.lcores and eal.main_lcore"},
+    {"--main-lcore", "eal.main_lcore"},
+    {"-m", "eal.memory_mb"},
+    {"--socket-mem", "eal.memory_mb"},
+    {"--no-huge", "eal.hugepages"},
+    {"--file-prefix", "eal.file_prefix"},
+    {"--vdev", "ports[].vdev"},
+    {"-a", "ports[].pci"},
+    {"--allow", "ports[].pci"},
+    {"--no-pci", "ports[].pci"},
+    {"--log-level", "logging.level"},
+    {"--no-telemetry", "telemetry.enabled"},
+    {"--telemetry", "telemetry.enabled"},
+};
+
+// A value from the file, made safe to print on one line.
+std::string Quote(absl::string_view raw) {
+  constexpr size_t kMaxShown = 48;
+  std::string shown = absl::CHexEscape(raw.substr(0, kMaxShown));
+  if (raw.size() > kMaxShown) shown += "...";
+  return absl::StrCat("'", shown, "'");
+}
+
+// A key from the file as a path element: escaped and shortened.
+std::string SafeKey(absl::string_view raw) {
+  constexpr size_t kMaxShown = 48;
+  std::string shown = absl::CHexEscape(raw.substr(0, kMaxShown));
+  if (raw.size() > kMaxShown) shown += "...";
+  return shown;
+}
+
+std::string Position(const YAML::Mark& m) {
+  return absl::StrCat(std::max(m.line, 0) + 1, ":", std::max(m.column, 0) + 1);
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+unsigned HexValue(char c) {
+  return static_cast<unsigned>(IsDigit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
+}
+
+// Strict decimal: digits only, no sign, no leading zero (YAML 1.1 reads
+// "010" as octal), at most 19 digits.
+std::optional<uint64_t> ParseDecimal(absl::string_view s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  if (s.size() > 1 && s[0] == '0') return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (!IsDigit(c)) return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// "a.b.c.d" in host byte order; four decimal octets without leading zeros.
+std::optional<uint32_t> ParseIpv4Address(absl::string_view s) {
+  uint32_t addr = 0;
+  for (int i = 0; i < 4; ++i) {
+    size_t dot = s.find('.');
+    absl::string_view part = i < 3 ? s.substr(0, dot) : s;
+    if (i < 3 && dot == absl::string_view::npos) return std::nullopt;
+    if (part.size() > 3) return std::nullopt;
+    std::optional<uint64_t> octet = ParseDecimal(part);
+    if (!octet || *octet > 255) return std::nullopt;
+    addr = (addr << 8) | static_cast<uint32_t>(*octet);
+    if (i < 3) s.remove_prefix(dot + 1);
+  }
+  return addr;
+}
+
+uint32_t PrefixMask(uint8_t len) { return len == 0 ? 0 : ~uint32_t{0} << (32 - len); }
+
+std::string FormatPrefix(uint32_t addr, uint8_t len) {
+  return absl::StrCat(FormatIpv4(addr), "/", len);
+}
+
+// Unicast host address usable on a link: not in 0/8 ("this network"),
+// 127/8 (loopback) or 224/3 (multicast and reserved).
+bool IsUsableUnicast(uint32_t addr) {
+  uint32_t first = addr >> 24;
+  return first != 0 && first != 127 && first < 224;
+}
+
+// DPDK device name of a vdev spec: the part before the first ','.
+absl::string_view VdevDevice(absl::string_view vdev) { return vdev.substr(0, vdev.find(',')); }
+
+// "DDDD:BB:DD.F" or "BB:DD.F" (hex); returns the long lowercase form.
+std::optional<std::string> NormalizePci(absl::string_view s) {
+  std::string full = s.size() == 7 ? absl::StrCat("0000:", s) : std::string(s);
+  if (full.size() != 12 || full[4] != ':' || full[7] != ':' || full[10] != '.') return std::nullopt;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11}) {
+    if (!IsHex(full[i])) return std::nullopt;
+    if (full[i] >= 'A' && full[i] <= 'F') full[i] = static_cast<char>(full[i] - 'A' + 'a');
+  }
+  // PCI: 32 devices per bus, 8 functions per device.
+  unsigned device = HexValue(full[8]) * 16 + HexValue(full[9]);
+  if (device > 0x1f || full[11] > '7') return std::nullopt;
+  return full;
+}
+
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Counts parser events and stops the parse past a budget. yaml-cpp 0.7 can
+// loop forever on some malformed flow collections, emitting nodes without
+// consuming input; a document cannot honestly produce more events than a few
+// per input byte, so a parse that exceeds the budget is cut short.
+class EventBudget : public YAML::EventHandler {
+ public:
+  explicit EventBudget(size_t events) : left_(events) {}
+
+  void OnDocumentStart(const YAML::Mark& mark) override { Spend(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Spend(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Spend(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Spend(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Spend(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Spend(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Spend(const YAML::Mark& mark) {
+    if (left_ == 0) throw YAML::ParserException(mark, "the parser stopped making progress here");
+    --left_;
+  }
+
+  size_t left_;
+};
+
+// Runs the whole input through EventBudget; throws YAML::Exception on a
+// syntax error or an exhausted budget.
+void CheckParseTerminates(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  EventBudget budget(4 * text.size() + 64);
+  while (parser.HandleNextDocument(budget)) {
+  }
+}
+
+struct UintRange {
+  uint64_t lo;
+  uint64_t hi;
+};
+
+std::string DescribeRange(UintRange r) {
+  return absl::StrCat("an integer from ", r.lo, " to ", r.hi);
+}
+
+// Walks one YAML document into a Config. The first error is kept in error_
+// and every reader returns false from then on, unwinding the walk.
+class Loader {
+ public:
+  explicit Loader(absl::string_view source) : source_(source) { config_.source = source_; }
+
+  absl::StatusOr<Config> Run(absl::string_view yaml);
+
+ private:
+  // Reads one value; `key` is the key node (its mark is used for missing
+  // values), `path` the full key path.
+  using Reader =
+      std::function<bool(const YAML::Node& key, const YAML::Node& value, const std::string& path)>;
+  struct Field {
+    absl::string_view key;
+    Reader read;
+    // Non-empty for required keys: the fix shown when the key is missing.
+    absl::string_view required_hint = {};
+  };
+
+  bool Fail(const YAML::Mark& mark, absl::string_view path, absl::string_view what,
+            absl::string_view allowed) {
+    error_ = absl::StrCat(source_, ":", Position(mark), ": ", path, ": ", what, "; ", allowed);
+    return false;
+  }
+
+  static std::string Join(const std::string& path, absl::string_view key) {
+    return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+  }
+
+  bool WalkMap(const YAML::Node& map, const YAML::Mark& map_mark, const std::string& path,
+               const std::vector<Field>& fields);
+  bool ReadSection(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                   const std::vector<Field>& fields);
+  bool ReadList(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                size_t min_items, size_t max_items, absl::string_view what,
+                const std::function<bool(const YAML::Node&, const std::string&)>& read_item);
+
+  bool ReadScalar(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                  absl::string_view allowed, std::string* out);
+  bool ReadUint(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                UintRange range, uint64_t* out);
+  template <typename T>
+  Reader Uint(T* out, UintRange range) {
+    return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      uint64_t x = 0;
+      if (!ReadUint(k, v, p, range, &x)) return false;
+      *out = static_cast<T>(x);
+      return true;
+    };
+  }
+  Reader Bool(bool* out);
+  template <typename E, size_t N>
+  Reader Enum(E* out, const std::pair<absl::string_view, E> (&names)[N]);
+
+  bool ReadVersion(const YAML::Node& top);
+  bool ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path);
+  bool ReadPort(const YAML::Node& item, const std::string& path);
+  bool ReadInterface(const YAML::Node& item, const std::string& path);
+  bool ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path);
+  bool CheckWhole();
+
+  std::string source_;
+  std::string error_;
+  Config config_;
+
+  // Marks kept for the checks that need the whole document.
+  YAML::Mark main_lcore_mark_;
+  YAML::Mark mbufs_mark_;
+  YAML::Mark top_mark_;
+  bool saw_mbufs_ = false;
+  std::vector<YAML::Mark> lcore_marks_;
+  struct InterfaceMarks {
+    YAML::Mark port;
+    YAML::Mark ipv4;
+    YAML::Mark gateway;
+  };
+  std::vector<InterfaceMarks> interface_marks_;
+  std::map<std::string, YAML::Mark, std::less<>> port_names_;
+  std::map<std::string, std::pair<std::string, YAML::Mark>, std::less<>> devices_;
+};
+
+bool Loader::WalkMap(const YAML::Node& map, const YAML::Mark& map_mark, const std::string& path,
+                     const std::vector<Field>& fields) {
+  std::vector<bool> seen(fields.size(), false);
+  std::map<std::string, YAML::Mark, std::less<>> keys;
+  if (map.IsDefined() && !map.IsNull()) {
+    for (const auto& kv : map) {
+      const YAML::Node& key = kv.first;
+      if (!key.IsScalar()) {
+        return Fail(key.Mark(), path.empty() ? "(document)" : path, "a key must be a plain word",
+                    "write keys as plain snake_case names");
+      }
+      const std::string& name = key.Scalar();
+      std::string key_path = Join(path, SafeKey(name));
+      auto [it, inserted] = keys.emplace(name, key.Mark());
+      if (!inserted) {
+        return Fail(key.Mark(), key_path,
+                    absl::StrCat("duplicate key (first at ", Position(it->second), ")"),
+                    "allowed: each key once per mapping (remove one of them)");
+      }
+      size_t i = 0;
+      while (i < fields.size() && fields[i].key != name) ++i;
+      if (i == fields.size()) {
+        std::vector<absl::string_view> names;
+        absl::string_view closest;
+        size_t best = 3;  // suggest only near misses
+        for (const Field& f : fields) {
+          names.push_back(f.key);
+          size_t d = EditDistance(name, f.key);
+          if (d < best) best = d, closest = f.key;
+        }
+        std::string hint = absl::StrCat("allowed keys: ", absl::StrJoin(names, ", "));
+        if (!closest.empty()) absl::StrAppend(&hint, " (did you mean '", closest, "'?)");
+        return Fail(key.Mark(), key_path, "unknown key", hint);
+      }
+      seen[i] = true;
+      if (!fields[i].read(key, kv.second, key_path)) return false;
+    }
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (!seen[i] && !fields[i].required_hint.empty()) {
+      return Fail(map_mark, Join(path, fields[i].key), "missing required key",
+                  fields[i].required_hint);
+    }
+  }
+  return true;
+}
+
+bool Loader::ReadSection(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                         const std::vector<Field>& fields) {
+  // An empty section ("eal:" with everything commented out) means defaults.
+  if (value.IsNull()) return WalkMap(value, key.Mark(), path, fields);
+  if (!value.IsMap()) {
+    return Fail(value.Mark(), path, "expected a mapping",
+                absl::StrCat("write the section as indented 'key: value' lines with keys ",
+                             absl::StrJoin(fields, ", ",
+                                           [](std::string* out, const Field& f) {
+                                             out->append(f.key.data(), f.key.size());
+                                           })));
+  }
+  return WalkMap(value, value.Mark(), path, fields);
+}
+
+bool Loader::ReadList(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                      size_t min_items, size_t max_items, absl::string_view what,
+                      const std::function<bool(const YAML::Node&, const std::string&)>& read_item) {
+  std::string allowed = absl::StrCat("allowed: a list of ", min_items, " to ", max_items, " ", what);
+  if (value.IsNull()) {
+    if (min_items == 0) return true;
+    return Fail(key.Mark(), path, "missing value", allowed);
+  }
+  if (!value.IsSequence()) return Fail(value.Mark(), path, "expected a list", allowed);
+  if (value.size() < min_items) return Fail(value.Mark(), path, "the list is empty", allowed);
+  if (value.size() > max_items) {
+    return Fail(value.Mark(), path, absl::StrCat("the list has ", value.size(), " items"), allowed);
+  }
+  size_t index = 0;
+  for (const auto& item : value) {
+    if (!read_item(item, absl::StrCat(path, "[", index, "]"))) return false;
+    ++index;
+  }
+  return true;
+}
+
+bool Loader::ReadScalar(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                        absl::string_view allowed, std::string* out) {
+  if (value.IsNull()) return Fail(key.Mark(), path, "missing value", allowed);
+  if (!value.IsScalar()) {
+    return Fail(value.Mark(), path,
+                value.IsMap() ? "expected a single value, got a mapping"
+                              : "expected a single value, got a list",
+                allowed);
+  }
+  *out = value.Scalar();
+  return true;
+}
+
+bool Loader::ReadUint(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                      UintRange range, uint64_t* out) {
+  std::string allowed = absl::StrCat("allowed: ", DescribeRange(range));
+  std::string raw;
+  if (!ReadScalar(key, value, path, allowed, &raw)) return false;
+  // Plain scalars only: a quoted "5" is a string in YAML.
+  if (value.Tag() != "?" && value.Tag() != "tag:yaml.org,2002:int") {
+    return Fail(value.Mark(), path, absl::StrCat("expected an integer, got the string ", Quote(raw)),
+                absl::StrCat(allowed, ", written without quotes"));
+  }
+  std::optional<uint64_t> v = ParseDecimal(raw);
+  if (!v) {
+    bool signed_digits = raw.size() > 1 && (raw[0] == '-' || raw[0] == '+') &&
+                         std::all_of(raw.begin() + 1, raw.end(), IsDigit);
+    bool long_digits = !raw.empty() && raw[0] != '0' && std::all_of(raw.begin(), raw.end(), IsDigit);
+    if (signed_digits || long_digits) {
+      return Fail(value.Mark(), path, absl::StrCat(Quote(raw), " is out of range"), allowed);
+    }
+    return Fail(value.Mark(), path, absl::StrCat(Quote(raw), " is not a decimal integer"),
+                absl::StrCat(allowed, " (digits only, no leading zero)"));
+  }
+  if (*v < range.lo || *v > range.hi) {
+    return Fail(value.Mark(), path, absl::StrCat(*v, " is out of range"), allowed);
+  }
+  *out = *v;
+  return true;
+}
+
+Loader::Reader Loader::Bool(bool* out) {
+  return [this, out](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    constexpr absl::string_view kAllowed = "allowed: true or false";
+    std::string raw;
+    if (!ReadScalar(k, v, p, kAllowed, &raw)) return false;
+    if (raw == "true" || raw == "True" || raw == "TRUE") {
+      *out = true;
+    } else if (raw == "false" || raw == "False" || raw == "FALSE") {
+      *out = false;
+    } else {
+      return Fail(v.Mark(), p, absl::StrCat(Quote(raw), " is not a boolean"), kAllowed);
+    }
+    return true;
+  };
+}
+
+template <typename E, size_t N>
+Loader::Reader Loader::Enum(E* out, const std::pair<absl::string_view, E> (&names)[N]) {
+  return [this, out, &names](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    std::vector<absl::string_view> words;
+    for (const auto& n : names) words.push_back(n.first);
+    std::string allowed = absl::StrCat("allowed: ", absl::StrJoin(words, ", "));
+    std::string raw;
+    if (!ReadScalar(k, v, p, allowed, &raw)) return false;
+    for (const auto& n : names) {
+      if (n.first == raw) {
+        *out = n.second;
+        return true;
+      }
+    }
+    return Fail(v.Mark(), p, absl::StrCat(Quote(raw), " is not a known value"), allowed);
+  };
+}
+
+constexpr std::pair<absl::string_view, HugepageMode> kHugepageNames[] = {
+    {"auto", HugepageMode::kAuto}, {"on", HugepageMode::kOn}, {"off", HugepageMode::kOff}};
+constexpr std::pair<absl::string_view, LogLevel> kLogLevelNames[] = {
+    {"error", LogLevel::kError}, {"warning", LogLevel::kWarning}, {"notice", LogLevel::kNotice},
+    {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug}};
+
+bool Loader::ReadVersion(const YAML::Node& top) {
+  constexpr absl::string_view kAllowed = "allowed: 1 (this iwarpd reads schema version 1)";
+  for (const auto& kv : top) {
+    if (!kv.first.IsScalar() || kv.first.Scalar() != "version") continue;
+    const YAML::Node& v = kv.second;
+    std::string raw;
+    if (!ReadScalar(kv.first, v, "version", kAllowed, &raw)) return false;
+    if (raw == "1" && v.Tag() == "?") return true;
+    if (raw == "1") {
+      return Fail(v.Mark(), "version", "expected the integer 1, got the string '1'",
+                  "allowed: 1 written without quotes");
+    }
+    return Fail(v.Mark(), "version", absl::StrCat("schema version ", Quote(raw), " is not supported"),
+                kAllowed);
+  }
+  return Fail(top.Mark(), "version", "missing required key",
+              "add 'version: 1' as the first line (schema version 1)");
+}
+
+bool Loader::ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
+  EalConfig& eal = config_.eal;
+  return ReadSection(
+      key, value, path,
+      {
+          {"main_lcore",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             main_lcore_mark_ = v.Mark();
+             return Uint(&config_.eal.main_lcore, {0, kMaxLcore})(k, v, p);
+           }},
+          {"memory_mb", Uint(&eal.memory_mb, {kMinMemoryMb, kMaxMemoryMb})},
+          {"hugepages", Enum(&eal.hugepages, kHugepageNames)},
+          {"file_prefix",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             std::string allowed = absl::StrCat(
+                 "allowed: 1 to ", kMaxFilePrefix,
+                 " characters from A-Z a-z 0-9 '_' '-', starting with a letter or digit");
+             std::string s;
+             if (!ReadScalar(k, v, p, allowed, &s)) return false;
+             bool ok = !s.empty() && s.size() <= kMaxFilePrefix && (IsAlpha(s[0]) || IsDigit(s[0]));
+             for (char c : s) ok = ok && (IsAlpha(c) || IsDigit(c) || c == '_' || c == '-');
+             if (!ok) return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not a safe file prefix"), allowed);
+             config_.eal.file_prefix = s;
+             return true;
+           }},
+          {"extra_args",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(k, v, p, 0, kMaxExtraArgs, "EAL arguments (strings)",
+                             [this](const YAML::Node& item, const std::string& ip) {
+                               std::string allowed = absl::StrCat(
+                                   "allowed: 1 to ", kMaxExtraArgLength,
+                                   " printable ASCII characters, one argument per item");
+                               std::string s;
+                               if (!ReadScalar(item, item, ip, allowed, &s)) return false;
+                               bool ok = !s.empty() && s.size() <= kMaxExtraArgLength;
+                               for (char c : s) ok = ok && c >= 0x20 && c <= 0x7e;
+                               if (!ok) {
+                                 return Fail(item.Mark(), ip,
+                                             absl::StrCat(Quote(s), " is not a usable argument"),
+                                             allowed);
+                               }
+                               absl::string_view option = absl::string_view(s).substr(0, s.find('='));
+                               for (const OwnedOption& o : kOwnedOptions) {
+                                 if (option == o.option) {
+                                   return Fail(item.Mark(), ip,
+                                               absl::StrCat(Quote(s), " is generated from ", o.key),
+                                               absl::StrCat("set ", o.key, " instead"));
+                                 }
+                               }
+                               config_.eal.extra_args.push_back(s);
+                               return true;
+                             });
+           }},
+      });
+}
+
+bool Loader::ReadPort(const YAML::Node& item, const std::string& path) {
+  const YAML::Mark mark = item.Mark();
+  if (!item.IsMap()) {
+    return Fail(mark, path, "expected a mapping",
+                "write each port as '- name: NAME' followed by 'vdev: SPEC' or 'pci: ADDRESS'");
+  }
+  PortConfig port;
+  YAML::Mark vdev_mark, pci_mark, name_mark;
+  bool has_vdev = false, has_pci = false;
+  if (!WalkMap(
+          item, mark, path,
+          {
+              {"name",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 std::string allowed = absl::StrCat(
+                     "allowed: 1 to ", kMaxPortName,
+                     " characters from A-Z a-z 0-9 '_' '-', starting with a letter");
+                 if (!ReadScalar(k, v, p, allowed, &port.name)) return false;
+                 const std::string& s = port.name;
+                 bool ok = !s.empty() && s.size() <= kMaxPortName && IsAlpha(s[0]);
+                 for (char c : s) ok = ok && (IsAlpha(c) || IsDigit(c) || c == '_' || c == '-');
+                 if (!ok) return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not a valid port name"), allowed);
+                 name_mark = v.Mark();
+                 return true;
+               },
+               "add 'name: NAME' (unique, interfaces refer to the port by it)"},
+              {"vdev",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 std::string allowed = absl::StrCat(
+                     "allowed: a DPDK vdev spec DRIVERN[,key=value...] of at most ", kMaxVdev,
+                     " printable characters without spaces, e.g. net_tap0,iface=iw0");
+                 if (!ReadScalar(k, v, p, allowed, &port.vdev)) return false;
+                 const std::string& s = port.vdev;
+                 absl::string_view device = VdevDevice(s);
+                 bool ok = !device.empty() && s.size() <= kMaxVdev && IsAlpha(device[0]);
+                 for (char c : device) ok = ok && (IsAlpha(c) || IsDigit(c) || c == '_');
+                 for (char c : s) ok = ok && c > 0x20 && c <= 0x7e;
+                 if (!ok) return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not a vdev spec"), allowed);
+                 has_vdev = true;
+                 vdev_mark = v.Mark();
+                 return true;
+               }},
+              {"pci",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 constexpr absl::string_view kAllowed =
+                     "allowed: a PCI address DDDD:BB:DD.F or BB:DD.F in hex, e.g. 0000:03:00.0";
+                 std::string s;
+                 if (!ReadScalar(k, v, p, kAllowed, &s)) return false;
+                 std::optional<std::string> pci = NormalizePci(s);
+                 if (!pci) return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not a PCI address"), kAllowed);
+                 port.pci = *pci;
+                 has_pci = true;
+                 pci_mark = v.Mark();
+                 return true;
+               }},
+              {"mtu", Uint(&port.mtu, {kMinMtu, kMaxMtu})},
+              {"rx_queues", Uint(&port.rx_queues, {0, kMaxQueues})},
+              {"tx_queues", Uint(&port.tx_queues, {0, kMaxQueues})},
+              {"rx_descriptors",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 uint64_t x = 0;
+                 if (!ReadUint(k, v, p, {kMinDescriptors, kMaxDescriptors}, &x)) return false;
+                 if ((x & (x - 1)) != 0) {
+                   return Fail(v.Mark(), p, absl::StrCat(x, " is not a power of two"),
+                               absl::StrCat("allowed: a power of two from ", kMinDescriptors, " to ",
+                                            kMaxDescriptors));
+                 }
+                 port.rx_descriptors = static_cast<uint16_t>(x);
+                 return true;
+               }},
+              {"tx_descriptors",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 uint64_t x = 0;
+                 if (!ReadUint(k, v, p, {kMinDescriptors, kMaxDescriptors}, &x)) return false;
+                 if ((x & (x - 1)) != 0) {
+                   return Fail(v.Mark(), p, absl::StrCat(x, " is not a power of two"),
+                               absl::StrCat("allowed: a power of two from ", kMinDescriptors, " to ",
+                                            kMaxDescriptors));
+                 }
+                 port.tx_descriptors = static_cast<uint16_t>(x);
+                 return true;
+               }},
+              {"promiscuous", Bool(&port.promiscuous)},
+          })) {
+    return false;
+  }
+  if (has_vdev && has_pci) {
+    return Fail(pci_mark, path + ".pci", "both vdev and pci are set",
+                "set exactly one of vdev (virtual device) or pci (physical NIC)");
+  }
+  if (!has_vdev && !has_pci) {
+    return Fail(mark, path + ".vdev", "neither vdev nor pci is set",
+                "set exactly one of vdev (e.g. net_tap0,iface=iw0) or pci (e.g. 0000:03:00.0)");
+  }
+  auto [it, inserted] = port_names_.emplace(port.name, name_mark);
+  if (!inserted) {
+    return Fail(name_mark, path + ".name",
+                absl::StrCat("duplicate port name ", Quote(port.name), " (first at ",
+                             Position(it->second), ")"),
+                "give every port a unique name");
+  }
+  std::string device = has_vdev ? std::string(VdevDevice(port.vdev)) : port.pci;
+  auto [dev, fresh] = devices_.emplace(device, std::make_pair(port.name, has_vdev ? vdev_mark : pci_mark));
+  if (!fresh) {
+    return Fail(has_vdev ? vdev_mark : pci_mark, path + (has_vdev ? ".vdev" : ".pci"),
+                absl::StrCat("device ", Quote(device), " is already used by port ",
+                             Quote(dev->second.first), " (at ", Position(dev->second.second), ")"),
+                "each port must name a different device (vdev names carry a number, e.g. net_tap1)");
+  }
+  config_.ports.push_back(std::move(port));
+  return true;
+}
+
+bool Loader::ReadInterface(const YAML::Node& item, const std::string& path) {
+  const YAML::Mark mark = item.Mark();
+  if (!item.IsMap()) {
+    return Fail(mark, path, "expected a mapping",
+                "write each interface as '- port: NAME' followed by 'ipv4: A.B.C.D/LEN'");
+  }
+  InterfaceConfig itf;
+  InterfaceMarks marks;
+  if (!WalkMap(
+          item, mark, path,
+          {
+              {"port",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 marks.port = v.Mark();
+                 return ReadScalar(k, v, p, "allowed: the name of a port in 'ports'", &itf.port);
+               },
+               "add 'port: NAME' naming one of the ports"},
+              {"ipv4",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 constexpr absl::string_view kAllowed =
+                     "allowed: A.B.C.D/LEN with LEN 1 to 32, a unicast host address that is "
+                     "neither the network nor the broadcast address, e.g. 198.18.0.1/24";
+                 std::string s;
+                 if (!ReadScalar(k, v, p, kAllowed, &s)) return false;
+                 marks.ipv4 = v.Mark();
+                 size_t slash = s.find('/');
+                 std::optional<uint32_t> addr;
+                 std::optional<uint64_t> len;
+                 if (slash != std::string::npos) {
+                   addr = ParseIpv4Address(absl::string_view(s).substr(0, slash));
+                   len = ParseDecimal(absl::string_view(s).substr(slash + 1));
+                 }
+                 if (!addr || !len) {
+                   return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not an IPv4 prefix"), kAllowed);
+                 }
+                 if (*len < 1 || *len > 32) {
+                   return Fail(v.Mark(), p, absl::StrCat("prefix length ", *len, " is out of range"), kAllowed);
+                 }
+                 uint8_t l = static_cast<uint8_t>(*len);
+                 uint32_t host = *addr & ~PrefixMask(l);
+                 if (!IsUsableUnicast(*addr)) {
+                   return Fail(v.Mark(), p, absl::StrCat(FormatIpv4(*addr), " is not a unicast host address"),
+                               kAllowed);
+                 }
+                 if (l <= 30 && (host == 0 || host == ~PrefixMask(l))) {
+                   return Fail(v.Mark(), p,
+                               absl::StrCat(FormatIpv4(*addr), " is the ",
+                                            host == 0 ? "network" : "broadcast", " address of ",
+                                            FormatPrefix(*addr & PrefixMask(l), l)),
+                               kAllowed);
+                 }
+                 itf.ipv4 = {*addr, l};
+                 return true;
+               },
+               "add 'ipv4: A.B.C.D/LEN', e.g. ipv4: 198.18.0.1/24"},
+              {"gateway",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 constexpr absl::string_view kAllowed =
+                     "allowed: an IPv4 address A.B.C.D inside the interface's ipv4 prefix";
+                 std::string s;
+                 if (!ReadScalar(k, v, p, kAllowed, &s)) return false;
+                 std::optional<uint32_t> gw = ParseIpv4Address(s);
+                 if (!gw) return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not an IPv4 address"), kAllowed);
+                 itf.gateway = *gw;
+                 marks.gateway = v.Mark();
+                 return true;
+               }},
+          })) {
+    return false;
+  }
+  // RFC 1122 3.3.1: the gateway must be on a directly connected network.
+  if (itf.gateway) {
+    const Ipv4Prefix& pfx = itf.ipv4;
+    uint32_t mask = PrefixMask(pfx.prefix_len);
+    uint32_t net = pfx.address & mask;
+    std::string gw_path = path + ".gateway";
+    std::string where = FormatPrefix(net, pfx.prefix_len);
+    if ((*itf.gateway & mask) != net) {
+      return Fail(marks.gateway, gw_path,
+                  absl::StrCat(FormatIpv4(*itf.gateway), " is outside ", where),
+                  absl::StrCat("allowed: an address inside ", where, " other than the interface's own"));
+    }
+    uint32_t host = *itf.gateway & ~mask;
+    if (*itf.gateway == pfx.address ||
+        (pfx.prefix_len <= 30 && (host == 0 || host == ~mask))) {
+      return Fail(marks.gateway, gw_path,
+                  absl::StrCat(FormatIpv4(*itf.gateway),
+                               *itf.gateway == pfx.address ? " is the interface's own address"
+                                                           : " is not a host address in " + where),
+                  absl::StrCat("allowed: a host address inside ", where,
+                               " other than the interface's own"));
+    }
+  }
+  config_.interfaces.push_back(std::move(itf));
+  interface_marks_.push_back(marks);
+  return true;
+}
+
+bool Loader::ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
+  WorkerConfig& w = config_.workers;
+  return ReadSection(
+      key, value, path,
+      {
+          {"lcores",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(
+                 k, v, p, 1, kMaxLcore, absl::StrCat("distinct lcores from 0 to ", kMaxLcore),
+                 [this](const YAML::Node& item, const std::string& ip) {
+                   uint64_t lcore = 0;
+                   if (!ReadUint(item, item, ip, {0, kMaxLcore}, &lcore)) return false;
+                   for (size_t i = 0; i < config_.workers.lcores.size(); ++i) {
+                     if (config_.workers.lcores[i] == lcore) {
+                       return Fail(item.Mark(), ip,
+                                   absl::StrCat("lcore ", lcore, " is listed twice (first at ",
+                                                Position(lcore_marks_[i]), ")"),
+                                   "list every worker lcore once");
+                     }
+                   }
+                   config_.workers.lcores.push_back(static_cast<uint32_t>(lcore));
+                   lcore_marks_.push_back(item.Mark());
+                   return true;
+                 });
+           },
+           "add 'lcores: [1]' (the lcores that run workers, not eal.main_lcore)"},
+          {"burst", Uint(&w.burst, {1, kMaxBurst})},
+          {"idle_sleep_us", Uint(&w.idle_sleep_us, {0, kMaxIdleSleepUs})},
+      });
+}
+
+// Checks that need the whole document (keys may come in any order).
+bool Loader::CheckWhole() {
+  const Config& c = config_;
+  for (size_t i = 0; i < c.workers.lcores.size(); ++i) {
+    if (c.workers.lcores[i] == c.eal.main_lcore) {
+      return Fail(lcore_marks_[i], absl::StrCat("workers.lcores[", i, "]"),
+                  absl::StrCat("lcore ", c.eal.main_lcore, " is eal.main_lcore"),
+                  "allowed: any lcore other than eal.main_lcore (pick another one)");
+    }
+  }
+  std::vector<absl::string_view> names;
+  for (const PortConfig& p : c.ports) names.push_back(p.name);
+  for (size_t i = 0; i < c.interfaces.size(); ++i) {
+    const InterfaceConfig& itf = c.interfaces[i];
+    if (!port_names_.contains(itf.port)) {
+      return Fail(interface_marks_[i].port, absl::StrCat("interfaces[", i, "].port"),
+                  absl::StrCat("unknown port ", Quote(itf.port)),
+                  absl::StrCat("allowed: a name from ports: ", absl::StrJoin(names, ", ")));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const Ipv4Prefix& a = c.interfaces[j].ipv4;
+      const Ipv4Prefix& b = itf.ipv4;
+      uint32_t mask = PrefixMask(std::min(a.prefix_len, b.prefix_len));
+      if ((a.address & mask) == (b.address & mask)) {
+        return Fail(interface_marks_[i].ipv4, absl::StrCat("interfaces[", i, "].ipv4"),
+                    absl::StrCat(FormatPrefix(b.address, b.prefix_len), " overlaps interfaces[", j,
+                                 "].ipv4 ", FormatPrefix(a.address, a.prefix_len)),
+                    "interface prefixes must not overlap");
+      }
+    }
+  }
+  // Each port's pool must fill every RX ring and still have mbufs for the
+  // lcore caches and one burst per lcore in flight.
+  uint64_t lcores = c.workers.lcores.size() + 1;
+  for (size_t i = 0; i < c.ports.size(); ++i) {
+    const PortConfig& p = c.ports[i];
+    uint64_t rxq = p.rx_queues != 0 ? p.rx_queues : c.workers.lcores.size();
+    uint64_t txq = p.tx_queues != 0 ? p.tx_queues : c.workers.lcores.size();
+    uint64_t need = rxq * p.rx_descriptors + txq * p.tx_descriptors +
+                    lcores * (c.mempools.cache + c.workers.burst);
+    if (c.mempools.mbufs < need) {
+      return Fail(saw_mbufs_ ? mbufs_mark_ : top_mark_, "mempools.mbufs",
+                  absl::StrCat(c.mempools.mbufs, " mbufs are too few for port ", Quote(p.name),
+                               " (needs ", need, ")"),
+                  "allowed: at least rx_queues*rx_descriptors + tx_queues*tx_descriptors + "
+                  "(workers+1)*(cache+burst) (raise mempools.mbufs or lower the descriptors)");
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
+  if (yaml.size() > kMaxConfigBytes) {
+    Fail(YAML::Mark(), "(file)", absl::StrCat("the file is ", yaml.size(), " bytes"),
+         absl::StrCat("allowed: at most ", kMaxConfigBytes, " bytes"));
+    return absl::InvalidArgumentError(error_);
+  }
+  std::vector<YAML::Node> docs;
+  try {
+    std::string text(yaml);
+    CheckParseTerminates(text);
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    Fail(e.mark, "(yaml)", e.msg.empty() ? "syntax error" : SafeKey(e.msg),
+         "allowed: well-formed YAML (check indentation, ':' after keys, brackets and quotes)");
+    return absl::InvalidArgumentError(error_);
+  }
+  if (docs.empty()) {
+    Fail(YAML::Mark(), "(document)", "the file holds no YAML document",
+         "a config needs at least version, ports and workers (see config/examples/default.yaml)");
+    return absl::InvalidArgumentError(error_);
+  }
+  if (docs.size() > 1) {
+    Fail(docs[1].Mark(), "(document)", "a second YAML document starts here",
+         "allowed: one document per file (remove the '---' separator and what follows)");
+    return absl::InvalidArgumentError(error_);
+  }
+  const YAML::Node& top = docs[0];
+  top_mark_ = top.Mark();
+  if (!top.IsMap()) {
+    Fail(top.Mark(), "(document)", "the document is not a mapping",
+         "write top-level 'key: value' sections starting with 'version: 1'");
+    return absl::InvalidArgumentError(error_);
+  }
+  if (!ReadVersion(top)) return absl::InvalidArgumentError(error_);
+  bool ok = WalkMap(
+      top, top.Mark(), "",
+      {
+          {"version", [](const YAML::Node&, const YAML::Node&, const std::string&) { return true; },
+           "add 'version: 1'"},
+          {"eal", [this](const YAML::Node& k, const YAML::Node& v,
+                         const std::string& p) { return ReadEal(k, v, p); }},
+          {"ports",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(k, v, p, 1, kMaxPorts, "ports",
+                             [this](const YAML::Node& item, const std::string& ip) {
+                               return ReadPort(item, ip);
+                             });
+           },
+           "add a 'ports' list, e.g. ports: [{name: p0, vdev: \"net_tap0,iface=iw0\"}]"},
+          {"interfaces",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(k, v, p, 0, kMaxInterfaces, "interfaces",
+                             [this](const YAML::Node& item, const std::string& ip) {
+                               return ReadInterface(item, ip);
+                             });
+           }},
+          {"workers", [this](const YAML::Node& k, const YAML::Node& v,
+                             const std::string& p) { return ReadWorkers(k, v, p); },
+           "add a 'workers' section, e.g. workers: {lcores: [1]}"},
+          {"mempools",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             MempoolConfig& m = config_.mempools;
+             return ReadSection(
+                 k, v, p,
+                 {
+                     {"mbufs",
+                      [this](const YAML::Node& mk, const YAML::Node& mv, const std::string& mp) {
+                        saw_mbufs_ = true;
+                        mbufs_mark_ = mv.Mark();
+                        return Uint(&config_.mempools.mbufs, {kMinMbufs, kMaxMbufs})(mk, mv, mp);
+                      }},
+                     {"cache", Uint(&m.cache, {0, kMaxCache})},
+                     {"data_room", Uint(&m.data_room, {kMinDataRoom, kMaxDataRoom})},
+                 });
+           }},
+          {"arp",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             ArpConfig& a = config_.arp;
+             return ReadSection(
+                 k, v, p,
+                 {
+                     {"cache_entries", Uint(&a.cache_entries, {kMinArpEntries, kMaxArpEntries})},
+                     {"timeout_s", Uint(&a.timeout_s, {1, kMaxArpTimeoutS})},
+                     {"pending_packets", Uint(&a.pending_packets, {1, kMaxArpPending})},
+                     {"retry_ms", Uint(&a.retry_ms, {kMinArpRetryMs, kMaxArpRetryMs})},
+                 });
+           }},
+          {"logging",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadSection(k, v, p, {{"level", Enum(&config_.logging.level, kLogLevelNames)}});
+           }},
+          {"telemetry",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadSection(k, v, p, {{"enabled", Bool(&config_.telemetry.enabled)}});
+           }},
+      });
+  if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
+  return std::move(config_);
+}
+
+absl::StatusOr<Config> LoadGuarded(absl::string_view yaml, absl::string_view source) {
+  // Loader converts yaml-cpp exceptions itself; this is the last line for
+  // anything else (std::bad_alloc, a yaml-cpp exception from a node access).
+  try {
+    Loader loader(source);
+    return loader.Run(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ":", Position(e.mark), ": (yaml): ", SafeKey(e.msg),
+                     "; allowed: well-formed YAML within the schema"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ":1:1: (file): cannot be loaded (",
+                                                   absl::CHexEscape(e.what()),
+                                                   "); allowed: a well-formed YAML config"));
+  } catch (...) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ":1:1: (file): cannot be loaded; allowed: a well-formed YAML config"));
+  }
+}
+
+absl::string_view Name(HugepageMode m) {
+  for (const auto& n : kHugepageNames) {
+    if (n.second == m) return n.first;
+  }
+  return "unknown";
+}
+
+absl::string_view Name(LogLevel l) {
+  for (const auto& n : kLogLevelNames) {
+    if (n.second == l) return n.first;
+  }
+  return "unknown";
+}
+
+void AppendYamlString(std::string* out, absl::string_view s) {
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"' || c == '\\') out->push_back('\\');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+  auto file_error = [&path](int err) {
+    std::string msg = absl::StrCat(path, ":1:1: (file): cannot read (", std::strerror(err),
+                                   "); allowed: the path of a readable YAML config file");
+    return err == ENOENT ? absl::NotFoundError(msg) : absl::InvalidArgumentError(msg);
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return file_error(errno);
+  struct stat st = {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return file_error(err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    if (S_ISDIR(st.st_mode)) return file_error(EISDIR);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ":1:1: (file): not a regular file; allowed: the path of a readable "
+                           "YAML config file"));
+  }
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return file_error(err);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes) break;  // Run reports the size
+  }
+  ::close(fd);
+  return LoadGuarded(text, path);
+}
+
+absl::StatusOr<Config> LoadConfigString(std::string_view yaml, std::string_view source_name) {
+  return LoadGuarded(absl::string_view(yaml.data(), yaml.size()),
+                     absl::string_view(source_name.data(), source_name.size()));
+}
+
+std::string_view ToString(HugepageMode m) {
+  absl::string_view name = Name(m);
+  return {name.data(), name.size()};
+}
+
+std::string_view ToString(LogLevel l) {
+  absl::string_view name = Name(l);
+  return {name.data(), name.size()};
+}
+
+std::string FormatIpv4(uint32_t a) {
+  return absl::StrFormat("%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
+}
+
+std::string DescribeConfig(const Config& c) {
+  std::string out;
+  absl::StrAppend(&out, "config ", absl::CHexEscape(c.source), " (schema version ", c.version, ")\n");
+  std::vector<std::string> args;
+  for (const std::string& a : c.eal.extra_args) args.push_back(absl::CHexEscape(a));
+  absl::StrAppend(&out, "  eal: main lcore ", c.eal.main_lcore, ", memory ", c.eal.memory_mb,
+                  " MiB, hugepages ", Name(c.eal.hugepages), ", file prefix ",
+                  absl::CHexEscape(c.eal.file_prefix), ", extra args [",
+                  absl::StrJoin(args, " "), "]\n");
+  size_t workers = c.workers.lcores.size();
+  auto queues = [workers](uint16_t q) {
+    return q != 0 ? absl::StrCat(q) : absl::StrCat(workers, " (one per worker)");
+  };
+  for (const PortConfig& p : c.ports) {
+    absl::StrAppend(&out, "  port ", absl::CHexEscape(p.name), ": ",
+                    p.vdev.empty() ? absl::StrCat("pci ", absl::CHexEscape(p.pci))
+                                   : absl::StrCat("vdev ", absl::CHexEscape(p.vdev)),
+                    ", mtu ", p.mtu, ", rx queues ", queues(p.rx_queues), " x ",
+                    p.rx_descriptors, " descriptors, tx queues ", queues(p.tx_queues), " x ",
+                    p.tx_descriptors, " descriptors, promiscuous ",
+                    p.promiscuous ? "on" : "off", "\n");
+  }
+  if (c.interfaces.empty()) absl::StrAppend(&out, "  interfaces: none\n");
+  for (const InterfaceConfig& i : c.interfaces) {
+    absl::StrAppend(&out, "  interface on ", absl::CHexEscape(i.port), ": ",
+                    FormatPrefix(i.ipv4.address, i.ipv4.prefix_len), ", gateway ",
+                    i.gateway ? FormatIpv4(*i.gateway) : std::string("none"), "\n");
+  }
+  absl::StrAppend(&out, "  workers: lcores [", absl::StrJoin(c.workers.lcores, ","), "], burst ",
+                  c.workers.burst, ", ",
+                  c.workers.idle_sleep_us == 0
+                      ? std::string("busy polling")
+                      : absl::StrCat("idle sleep ", c.workers.idle_sleep_us, " us"),
+                  "\n");
+  absl::StrAppend(&out, "  mempools: ", c.mempools.mbufs, " mbufs per port, cache ",
+                  c.mempools.cache, ", data room ", c.mempools.data_room, " bytes\n");
+  absl::StrAppend(&out, "  arp: ", c.arp.cache_entries, " entries per worker, timeout ",
+                  c.arp.timeout_s, " s, ", c.arp.pending_packets,
+                  " pending packets per address, retry ", c.arp.retry_ms, " ms\n");
+  absl::StrAppend(&out, "  logging: ", Name(c.logging.level), "; telemetry: ",
+                  c.telemetry.enabled ? "enabled" : "disabled", "\n");
+  return out;
+}
+
+std::string FormatConfigYaml(const Config& c) {
+  std::string out;
+  absl::StrAppend(&out, "version: ", c.version, "\n");
+  absl::StrAppend(&out, "eal:\n  main_lcore: ", c.eal.main_lcore, "\n  memory_mb: ",
+                  c.eal.memory_mb, "\n  hugepages: ", Name(c.eal.hugepages),
+                  "\n  file_prefix: ");
+  AppendYamlString(&out, c.eal.file_prefix);
+  out += "\n  extra_args: [";
+  for (size_t i = 0; i < c.eal.extra_args.size(); ++i) {
+    if (i != 0) out += ", ";
+    AppendYamlString(&out, c.eal.extra_args[i]);
+  }
+  out += "]\nports:\n";
+  for (const PortConfig& p : c.ports) {
+    out += "  - name: ";
+    AppendYamlString(&out, p.name);
+    out += p.vdev.empty() ? "\n    pci: " : "\n    vdev: ";
+    AppendYamlString(&out, p.vdev.empty() ? p.pci : p.vdev);
+    absl::StrAppend(&out, "\n    mtu: ", p.mtu, "\n    rx_queues: ", p.rx_queues,
+                    "\n    tx_queues: ", p.tx_queues, "\n    rx_descriptors: ", p.rx_descriptors,
+                    "\n    tx_descriptors: ", p.tx_descriptors,
+                    "\n    promiscuous: ", p.promiscuous ? "true" : "false", "\n");
+  }
+  out += c.interfaces.empty() ? "interfaces: []\n" : "interfaces:\n";
+  for (const InterfaceConfig& i : c.interfaces) {
+    out += "  - port: ";
+    AppendYamlString(&out, i.port);
+    absl::StrAppend(&out, "\n    ipv4: ", FormatPrefix(i.ipv4.address, i.ipv4.prefix_len), "\n");
+    if (i.gateway) absl::StrAppend(&out, "    gateway: ", FormatIpv4(*i.gateway), "\n");
+  }
+  absl::StrAppend(&out, "workers:\n  lcores: [", absl::StrJoin(c.workers.lcores, ", "),
+                  "]\n  burst: ", c.workers.burst, "\n  idle_sleep_us: ", c.workers.idle_sleep_us,
+                  "\n");
+  absl::StrAppend(&out, "mempools:\n  mbufs: ", c.mempools.mbufs, "\n  cache: ", c.mempools.cache,
+                  "\n  data_room: ", c.mempools.data_room, "\n");
+  absl::StrAppend(&out, "arp:\n  cache_entries: ", c.arp.cache_entries,
+                  "\n  timeout_s: ", c.arp.timeout_s, "\n  pending_packets: ", c.arp.pending_packets,
+                  "\n  retry_ms: ", c.arp.retry_ms, "\n");
+  absl::StrAppend(&out, "logging:\n  level: ", Name(c.logging.level), "\n");
+  absl::StrAppend(&out, "telemetry:\n  enabled: ", c.telemetry.enabled ? "true" : "false", "\n");
+  return out;
+}
+
+}  // namespace iwarp::config
