@@ -19,11 +19,13 @@ namespace iwarp {
   X(kEthTruncated, "eth_truncated", "frame shorter than an Ethernet header")    \
   X(kEthNotForUs, "eth_not_for_us", "destination MAC neither ours nor broadcast") \
   X(kEthUnknownType, "eth_unknown_ethertype", "EtherType not ARP or IPv4")      \
+  X(kEthBadSource, "eth_bad_source", "source MAC is a group (multicast) address") \
   /* ARP */                                                                     \
   X(kArpTruncated, "arp_truncated", "ARP packet shorter than 28 bytes")         \
   X(kArpUnsupported, "arp_unsupported", "ARP hardware/protocol type not Ethernet/IPv4") \
   X(kArpNotForUs, "arp_not_for_us", "ARP target address is not ours")           \
   X(kArpBadOpcode, "arp_bad_opcode", "ARP opcode neither request nor reply")    \
+  X(kArpBadSender, "arp_bad_sender", "ARP sender MAC multicast/zero or sender IP ours/invalid") \
   X(kArpPendingOverflow, "arp_pending_overflow", "queue waiting for ARP resolution is full") \
   X(kArpUnresolved, "arp_unresolved", "ARP resolution timed out for a queued packet") \
   /* IPv4 */                                                                    \
@@ -33,6 +35,8 @@ namespace iwarp {
   X(kIpv4BadChecksum, "ipv4_bad_checksum", "IPv4 header checksum mismatch")     \
   X(kIpv4Fragment, "ipv4_fragment", "IPv4 fragment (reassembly not supported)") \
   X(kIpv4NotForUs, "ipv4_not_for_us", "destination address is not ours")       \
+  X(kIpv4BadSource, "ipv4_bad_source", "source address ours, zero, loopback or multicast") \
+  X(kIpv4NoRoute, "ipv4_no_route", "no interface or gateway for the destination") \
   X(kIpv4TtlExpired, "ipv4_ttl_expired", "TTL zero on arrival")                 \
   X(kIpv4UnknownProtocol, "ipv4_unknown_protocol", "no handler for IP protocol") \
   /* ICMP */                                                                    \
@@ -42,7 +46,9 @@ namespace iwarp {
   /* Transmit side */                                                           \
   X(kTxRingFull, "tx_ring_full", "transmit queue full, packet not sent")        \
   X(kNoMbuf, "no_mbuf", "mbuf pool exhausted")                                  \
-  X(kSteerRingFull, "steer_ring_full", "ring to the owning worker was full")
+  X(kSteerRingFull, "steer_ring_full", "ring to the owning worker was full")    \
+  /* Receive side */                                                            \
+  X(kRxMultiSegment, "rx_multi_segment", "chained mbuf received (scattered RX not supported)")
 
 enum class DropReason : uint16_t {
 #define IWARP_DROP_ENUM(name, wire, desc) name,

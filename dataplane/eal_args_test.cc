@@ -1,0 +1,141 @@
+#include "dataplane/eal_args.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+
+namespace iwarp::dataplane {
+namespace {
+
+config::Config TapConfig() {
+  config::Config c;
+  c.eal.main_lcore = 0;
+  c.eal.memory_mb = 256;
+  c.eal.file_prefix = "iwarpd";
+  config::PortConfig p;
+  p.name = "tap0";
+  p.vdev = "net_tap0,iface=iw0";
+  c.ports.push_back(p);
+  c.workers.lcores = {1};
+  return c;
+}
+
+HugepageInfo Huge(uint64_t free_pages) {
+  return HugepageInfo{true, "/dev/hugepages", 2u << 20, free_pages};
+}
+
+std::string Joined(const EalPlan& p) { return absl::StrJoin(p.args, " "); }
+
+TEST(EalArgs, TapWithoutHugepagesFallsBack) {
+  auto plan = BuildEalPlan(TapConfig(), HugepageInfo{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_FALSE(plan->use_hugepages);
+  EXPECT_EQ(Joined(*plan),
+            "iwarpd -l 0,1 --main-lcore 0 --file-prefix iwarpd --no-pci "
+            "--vdev net_tap0,iface=iw0 --log-level=6 --no-huge -m 256 --no-shconf");
+  EXPECT_NE(plan->hugepage_decision.find("falling back to --no-huge"), std::string::npos);
+  EXPECT_NE(plan->hugepage_decision.find("no hugetlbfs mount"), std::string::npos);
+}
+
+TEST(EalArgs, AutoUsesHugepagesWhenEnoughAreFree) {
+  auto plan = BuildEalPlan(TapConfig(), Huge(128));  // exactly 256 MiB
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(plan->use_hugepages);
+  EXPECT_EQ(Joined(*plan),
+            "iwarpd -l 0,1 --main-lcore 0 --file-prefix iwarpd --no-pci "
+            "--vdev net_tap0,iface=iw0 --log-level=6 -m 256 --huge-unlink");
+}
+
+TEST(EalArgs, AutoFallsBackWhenTooFewAreFree) {
+  auto plan = BuildEalPlan(TapConfig(), Huge(127));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->use_hugepages);
+  EXPECT_NE(plan->hugepage_decision.find("127 free pages"), std::string::npos)
+      << plan->hugepage_decision;
+}
+
+TEST(EalArgs, OnFailsWithoutHugepagesAndOffNeverUsesThem) {
+  config::Config c = TapConfig();
+  c.eal.hugepages = config::HugepageMode::kOn;
+  auto on = BuildEalPlan(c, Huge(1));
+  ASSERT_FALSE(on.ok());
+  EXPECT_EQ(on.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(on.status().message().find("need 256 MiB"), std::string::npos);
+  c.eal.hugepages = config::HugepageMode::kOff;
+  auto off = BuildEalPlan(c, Huge(100000));
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->use_hugepages);
+  EXPECT_NE(Joined(*off).find("--no-huge -m 256 --no-shconf"), std::string::npos);
+}
+
+TEST(EalArgs, PciPortsAreAllowListedAndDisableNoPci) {
+  config::Config c = TapConfig();
+  config::PortConfig pci;
+  pci.name = "nic";
+  pci.pci = "0000:03:00.0";
+  c.ports.push_back(pci);
+  c.workers.lcores = {3, 2};
+  c.eal.main_lcore = 1;
+  c.eal.extra_args = {"--log-level=pmd.net.tap:8"};
+  c.telemetry.enabled = false;
+  auto plan = BuildEalPlan(c, HugepageInfo{});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Joined(*plan),
+            "iwarpd -l 1,2,3 --main-lcore 1 --file-prefix iwarpd -a 0000:03:00.0 "
+            "--vdev net_tap0,iface=iw0 --log-level=6 --no-huge -m 256 --no-shconf "
+            "--no-telemetry --log-level=pmd.net.tap:8");
+}
+
+TEST(EalArgs, EthdevNames) {
+  config::PortConfig p;
+  p.vdev = "net_tap0,iface=iw0";
+  EXPECT_EQ(EthdevName(p), "net_tap0");
+  p.vdev = "net_null1";
+  EXPECT_EQ(EthdevName(p), "net_null1");
+  p.vdev.clear();
+  p.pci = "0000:03:00.0";
+  EXPECT_EQ(EthdevName(p), "0000:03:00.0");
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+TEST(EalArgs, ProbeParsesMountsAndMeminfo) {
+  const std::string dir = ::testing::TempDir() + "/iwarpd_probe_" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST, true);
+  WriteFile(dir + "/mounts",
+            "proc /proc proc rw,nosuid 0 0\n"
+            "nodev /mnt/huge hugetlbfs rw,relatime,pagesize=2M 0 0\n");
+  WriteFile(dir + "/meminfo",
+            "MemTotal:       24000000 kB\n"
+            "HugePages_Total:      64\n"
+            "HugePages_Free:       60\n"
+            "Hugepagesize:       2048 kB\n");
+  HugepageInfo h = ProbeHugepages(dir + "/mounts", dir + "/meminfo");
+  EXPECT_TRUE(h.mounted);
+  EXPECT_EQ(h.mount_point, "/mnt/huge");
+  EXPECT_EQ(h.free_pages, 60u);
+  EXPECT_EQ(h.page_size_bytes, 2u << 20);
+
+  WriteFile(dir + "/mounts", "proc /proc proc rw 0 0\n");
+  h = ProbeHugepages(dir + "/mounts", dir + "/does-not-exist");
+  EXPECT_FALSE(h.mounted);
+  EXPECT_EQ(h.free_pages, 0u);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace iwarp::dataplane

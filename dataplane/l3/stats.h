@@ -1,0 +1,71 @@
+// Per-lcore data-plane counters.
+//
+// Contract: each LcoreStats belongs to one worker lcore, which is its only
+// writer; the telemetry thread reads it concurrently. Counters are relaxed
+// atomics updated with a plain load + store (no locked read-modify-write: a
+// single writer needs none), so a read sees each counter torn-free but the set
+// of counters is not a snapshot. Each block is cache-line aligned so that two
+// workers never write to the same line.
+#ifndef IWARPD_DATAPLANE_L3_STATS_H_
+#define IWARPD_DATAPLANE_L3_STATS_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "common/drop_reasons.h"
+
+namespace iwarp::dataplane {
+
+inline constexpr size_t kCacheLine = 64;
+
+class Counter {
+ public:
+  // Writer side: only the owning lcore calls Add.
+  void Add(uint64_t n = 1) {
+    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+static_assert(sizeof(Counter) == sizeof(uint64_t));
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+
+// X(member, "telemetry_name")
+#define IWARP_LCORE_COUNTERS(X)                   \
+  X(rx_packets, "rx_packets")                     \
+  X(rx_bytes, "rx_bytes")                         \
+  X(tx_packets, "tx_packets")                     \
+  X(tx_bytes, "tx_bytes")                         \
+  X(arp_requests_in, "arp_requests_in")           \
+  X(arp_replies_in, "arp_replies_in")             \
+  X(arp_requests_out, "arp_requests_out")         \
+  X(arp_replies_out, "arp_replies_out")           \
+  X(icmp_echo_requests_in, "icmp_echo_requests_in") \
+  X(icmp_echo_replies_out, "icmp_echo_replies_out") \
+  X(steered_out, "steered_out")                   \
+  X(steered_in, "steered_in")                     \
+  X(neighbor_updates_lost, "neighbor_updates_lost")
+
+struct alignas(kCacheLine) LcoreStats {
+#define IWARP_COUNTER_MEMBER(member, name) Counter member;
+  IWARP_LCORE_COUNTERS(IWARP_COUNTER_MEMBER)
+#undef IWARP_COUNTER_MEMBER
+  std::array<Counter, kNumDropReasons> drops;
+
+  void Drop(DropReason r, uint64_t n = 1) { drops[static_cast<size_t>(r)].Add(n); }
+  uint64_t Dropped(DropReason r) const { return drops[static_cast<size_t>(r)].Get(); }
+  uint64_t DroppedTotal() const {
+    uint64_t t = 0;
+    for (const Counter& c : drops) t += c.Get();
+    return t;
+  }
+};
+static_assert(alignof(LcoreStats) == kCacheLine);
+static_assert(sizeof(LcoreStats) % kCacheLine == 0);
+
+}  // namespace iwarp::dataplane
+
+#endif  // IWARPD_DATAPLANE_L3_STATS_H_

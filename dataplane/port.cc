@@ -1,0 +1,193 @@
+#include "dataplane/port.h"
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "dataplane/eal_args.h"
+#include "dataplane/l3/flow_hash.h"
+#include "dataplane/log.h"
+
+namespace iwarp::dataplane {
+
+const char* SteeringName(Steering s) {
+  switch (s) {
+    case Steering::kSingleWorker: return "single_worker";
+    case Steering::kRss: return "rss";
+    case Steering::kSoftware: return "software";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// The hash input the software path computes (flow_hash.h): IPv4 addresses and
+// TCP/UDP ports.
+constexpr uint64_t kRssTypes =
+    RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_TCP | RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+
+absl::Status EthError(const PortRuntime& p, const std::string& what, int rc) {
+  return absl::InternalError(absl::StrCat("port '", p.name, "' (", p.ethdev, "): ", what,
+                                          " failed: ", rte_strerror(rc < 0 ? -rc : rc)));
+}
+
+absl::Status ProgramReta(const PortRuntime& p, uint16_t reta_size) {
+  std::vector<rte_eth_rss_reta_entry64> reta(
+      (reta_size + RTE_ETH_RETA_GROUP_SIZE - 1) / RTE_ETH_RETA_GROUP_SIZE);
+  for (uint16_t i = 0; i < reta_size; ++i) {
+    rte_eth_rss_reta_entry64& g = reta[i / RTE_ETH_RETA_GROUP_SIZE];
+    g.mask |= uint64_t{1} << (i % RTE_ETH_RETA_GROUP_SIZE);
+    g.reta[i % RTE_ETH_RETA_GROUP_SIZE] = static_cast<uint16_t>(i % p.nb_rxq);
+  }
+  int rc = rte_eth_dev_rss_reta_update(p.port_id, reta.data(), reta_size);
+  if (rc != 0) return EthError(p, "RSS redirection table update", rc);
+  return absl::OkStatus();
+}
+
+absl::Status Configure(const config::Config& cfg, const config::PortConfig& pc, PortRuntime& p) {
+  rte_eth_dev_info info;
+  int rc = rte_eth_dev_info_get(p.port_id, &info);
+  if (rc != 0) return EthError(p, "rte_eth_dev_info_get", rc);
+  p.driver = info.driver_name != nullptr ? info.driver_name : "?";
+
+  const uint16_t workers = static_cast<uint16_t>(cfg.workers.lcores.size());
+  p.nb_rxq = pc.rx_queues != 0 ? pc.rx_queues : workers;
+  p.nb_txq = pc.tx_queues != 0 ? pc.tx_queues : workers;
+  if (p.nb_txq < workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "port '", p.name, "': tx_queues ", p.nb_txq, " is below the number of workers (",
+        workers, "): each worker owns one TX queue"));
+  }
+  if (p.nb_rxq > info.max_rx_queues || p.nb_txq > info.max_tx_queues) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "port '", p.name, "' (", p.driver, "): ", p.nb_rxq, " RX / ", p.nb_txq,
+        " TX queues requested, the device offers at most ", info.max_rx_queues, " / ",
+        info.max_tx_queues));
+  }
+  if (pc.mtu < info.min_mtu || pc.mtu > info.max_mtu) {
+    return absl::InvalidArgumentError(absl::StrCat("port '", p.name, "': mtu ", pc.mtu,
+                                                   " outside the device's range ", info.min_mtu,
+                                                   "..", info.max_mtu));
+  }
+  // No scattered RX: a whole frame must fit one mbuf.
+  const uint32_t frame_max = pc.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+  if (frame_max + RTE_PKTMBUF_HEADROOM > cfg.mempools.data_room) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "port '", p.name, "': mtu ", pc.mtu, " needs mbufs of at least ",
+        frame_max + RTE_PKTMBUF_HEADROOM, " bytes, mempools.data_room is ",
+        cfg.mempools.data_room));
+  }
+  p.mtu = pc.mtu;
+
+  // Ownership of flows (flow_hash.h): RSS when the device hashes the same
+  // 4-tuple with our key into several queues, otherwise the software hash and
+  // a ring. net_tap advertises RSS types, but without its BPF flow rules the
+  // kernel's tun flow steering picks the queue, so it is steered in software.
+  rte_eth_conf conf;
+  std::memset(&conf, 0, sizeof(conf));
+  conf.rxmode.mtu = pc.mtu;
+  const bool device_hashes = p.driver != "net_tap";
+  const bool rss = device_hashes && p.nb_rxq > 1 &&
+                   (info.flow_type_rss_offloads & kRssTypes) == kRssTypes;
+  if (workers == 1) {
+    p.steering = Steering::kSingleWorker;
+  } else {
+    p.steering = rss ? Steering::kRss : Steering::kSoftware;
+  }
+  if (rss) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    if (info.hash_key_size == kRssKeyLen) {
+      conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t*>(kRssKey.data());
+      conf.rx_adv_conf.rss_conf.rss_key_len = kRssKeyLen;
+    }
+    conf.rx_adv_conf.rss_conf.rss_hf = kRssTypes;
+  }
+  rc = rte_eth_dev_configure(p.port_id, p.nb_rxq, p.nb_txq, &conf);
+  if (rc != 0) return EthError(p, "rte_eth_dev_configure", rc);
+
+  p.nb_rxd = pc.rx_descriptors;
+  p.nb_txd = pc.tx_descriptors;
+  rc = rte_eth_dev_adjust_nb_rx_tx_desc(p.port_id, &p.nb_rxd, &p.nb_txd);
+  if (rc != 0) return EthError(p, "rte_eth_dev_adjust_nb_rx_tx_desc", rc);
+
+  const std::string pool_name = absl::StrCat("iwarpd_mp_", p.port_id);
+  p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mempools.mbufs, cfg.mempools.cache, 0,
+                                   static_cast<uint16_t>(cfg.mempools.data_room), p.socket);
+  if (p.pool == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "port '", p.name, "': mempool of ", cfg.mempools.mbufs, " mbufs on socket ", p.socket,
+        ": ", rte_strerror(rte_errno), " (raise eal.memory_mb or lower mempools.mbufs)"));
+  }
+  for (uint16_t q = 0; q < p.nb_rxq; ++q) {
+    rc = rte_eth_rx_queue_setup(p.port_id, q, p.nb_rxd, static_cast<unsigned>(p.socket), nullptr,
+                                p.pool);
+    if (rc != 0) return EthError(p, absl::StrCat("RX queue ", q, " setup"), rc);
+  }
+  for (uint16_t q = 0; q < p.nb_txq; ++q) {
+    rc = rte_eth_tx_queue_setup(p.port_id, q, p.nb_txd, static_cast<unsigned>(p.socket), nullptr);
+    if (rc != 0) return EthError(p, absl::StrCat("TX queue ", q, " setup"), rc);
+  }
+  if (rss && info.reta_size > 0) {
+    if (absl::Status s = ProgramReta(p, info.reta_size); !s.ok()) return s;
+  }
+  if (pc.promiscuous) {
+    rc = rte_eth_promiscuous_enable(p.port_id);
+    if (rc != 0) return EthError(p, "promiscuous mode", rc);
+  }
+  rc = rte_eth_dev_start(p.port_id);
+  if (rc != 0) return EthError(p, "rte_eth_dev_start", rc);
+  p.started = true;
+
+  rte_ether_addr mac;
+  rc = rte_eth_macaddr_get(p.port_id, &mac);
+  if (rc != 0) return EthError(p, "rte_eth_macaddr_get", rc);
+  p.mac = MacAddr::Load(mac.addr_bytes);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<PortRuntime> SetupPort(const config::Config& cfg, size_t index) {
+  const config::PortConfig& pc = cfg.ports[index];
+  PortRuntime p;
+  p.name = pc.name;
+  p.ethdev = EthdevName(pc);
+  for (const config::InterfaceConfig& itf : cfg.interfaces) {
+    if (itf.port != pc.name) continue;
+    p.addrs.push_back({itf.ipv4.address, itf.ipv4.prefix_len});
+    if (itf.gateway.has_value() && p.gateway == 0) p.gateway = *itf.gateway;
+  }
+  if (rte_eth_dev_get_port_by_name(p.ethdev.c_str(), &p.port_id) != 0) {
+    return absl::NotFoundError(absl::StrCat("port '", p.name, "': no ethdev named '", p.ethdev,
+                                            "' after EAL start (check the vdev/pci spec and the "
+                                            "EAL log above)"));
+  }
+  const int socket = rte_eth_dev_socket_id(p.port_id);
+  p.socket = socket >= 0 ? socket : static_cast<int>(rte_socket_id());
+  if (absl::Status s = Configure(cfg, pc, p); !s.ok()) {
+    ClosePort(&p);
+    return s;
+  }
+  return p;
+}
+
+void ClosePort(PortRuntime* p) {
+  if (p->started) {
+    int rc = rte_eth_dev_stop(p->port_id);
+    if (rc != 0) LogWarning("port '", p->name, "': stop: ", rte_strerror(-rc));
+    p->started = false;
+  }
+  if (rte_eth_dev_is_valid_port(p->port_id)) rte_eth_dev_close(p->port_id);
+  if (p->pool != nullptr) {
+    rte_mempool_free(p->pool);
+    p->pool = nullptr;
+  }
+}
+
+}  // namespace iwarp::dataplane

@@ -1,0 +1,139 @@
+// A worker lcore: one run-to-completion loop over its RX queues.
+//
+//   loop: neighbour updates from other workers
+//         -> frames other workers steered to us
+//         -> rx burst on each owned RX queue -> (software steering) -> L3Stack
+//         -> ARP timers -> flush the per-port TX buffers -> idle back-off
+//
+// Contract: a Worker and everything in it (L3 stack, ARP cache, TX buffers,
+// its LcoreStats) belong to its lcore; the only cross-thread entry points are
+// its two rings, filled by the other workers: steer_ring (mbufs whose flow it
+// owns, multi-producer/single-consumer) and neighbor_ring (ARP entries the
+// others learned). The fast path does not allocate, lock, log or throw; with
+// workers.idle_sleep_us > 0 an idle worker sleeps (a syscall) between polls.
+#ifndef IWARPD_DATAPLANE_WORKER_H_
+#define IWARPD_DATAPLANE_WORKER_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "config/config.h"
+#include "dataplane/l3/stack.h"
+#include "dataplane/l3/stats.h"
+#include "dataplane/port.h"
+
+struct rte_mbuf;
+struct rte_ring;
+struct rte_mempool;
+
+namespace iwarp::dataplane {
+
+inline constexpr uint16_t kMaxBurst = 256;
+inline constexpr unsigned kSteerRingSize = 1024;
+inline constexpr unsigned kNeighborRingSize = 256;
+// Empty polls in a row before an idle worker sleeps workers.idle_sleep_us.
+inline constexpr uint32_t kIdlePollsBeforeSleep = 16;
+// Upper bound on ethdev port ids this build handles (DPDK's RTE_MAX_ETHPORTS
+// is 32 in Debian's build; checked in worker.cc).
+inline constexpr size_t kMaxPorts = 32;
+
+class Worker final : public L3Sink {
+ public:
+  // `index` is the worker's position in workers.lcores; `stats` and `stop`
+  // outlive it. The loop ends once `stop` reads true.
+  Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> ports,
+         const config::Config& cfg, LcoreStats* stats, const std::atomic<bool>* stop);
+  ~Worker() override;
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Start-up: creates the rings on the lcore's socket.
+  absl::Status Init();
+  // Start-up: the full set of workers (including this one), for steering and
+  // neighbour updates.
+  void SetPeers(std::span<Worker* const> peers);
+
+  // The loop: PollOnce until the stop flag becomes true, with the idle
+  // back-off; then flushes its TX buffers and frees what its ring holds.
+  void Run();
+
+  // One loop iteration (owning lcore only): neighbour updates, steered
+  // frames, one rx burst per owned queue, timers, TX flush. Returns the
+  // number of frames and updates handled.
+  uint32_t PollOnce(uint64_t now_ms);
+
+  // Handles frames as if just received (counts rx packets/bytes, steers,
+  // runs the L3 stack, queues replies). Takes ownership of all `n`; returns n.
+  uint16_t ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms);
+
+  // Milliseconds on the worker's clock (TSC based).
+  uint64_t NowMs() const;
+
+  const L3Stack& stack() const { return stack_; }
+
+  uint32_t index() const { return index_; }
+  uint32_t lcore() const { return lcore_; }
+
+  // L3Sink (owning lcore only).
+  void SendFrame(uint16_t port, ByteSpan frame) override;
+  void TransmitResolved(PacketHandle pkt, uint16_t port, const MacAddr& src,
+                        const MacAddr& dst) override;
+  void FreePacket(PacketHandle pkt) override;
+  void NeighborLearned(uint32_t ip, uint16_t port, const MacAddr& mac) override;
+
+ private:
+  struct RxQueue {
+    uint16_t port_id;
+    uint16_t queue_id;
+  };
+  struct TxBuffer {
+    uint16_t port_id = 0;
+    uint16_t queue_id = 0;
+    uint16_t count = 0;
+    std::array<rte_mbuf*, kMaxBurst> pkts{};
+  };
+  // ARP knowledge passed between workers (ring element; size multiple of 4).
+  struct NeighborUpdate {
+    uint32_t ip;
+    uint16_t port;
+    uint8_t mac[6];
+  };
+  static_assert(sizeof(NeighborUpdate) == 12);
+
+  void HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms);
+  void Transmit(rte_mbuf* m);
+  void Flush(TxBuffer& tx);
+  void FlushAll();
+  void DrainRings();
+
+  const uint32_t index_;
+  const uint32_t lcore_;
+  const uint16_t burst_;
+  const uint32_t idle_sleep_us_;
+  LcoreStats* const stats_;
+  const std::atomic<bool>* const stop_;
+  L3Stack stack_;
+  std::vector<RxQueue> rx_queues_;
+  std::vector<TxBuffer> tx_;
+  std::array<int16_t, kMaxPorts> tx_index_;        // port id -> tx_ slot, -1 if none
+  std::array<rte_mempool*, kMaxPorts> pool_{};     // port id -> mempool
+  std::array<bool, kMaxPorts> soft_steer_{};       // port id -> software steering
+  std::vector<rte_ring*> peer_steer_rings_;        // by worker index
+  std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
+  rte_ring* steer_ring_ = nullptr;
+  rte_ring* neighbor_ring_ = nullptr;
+  uint64_t cycles_per_ms_ = 1;
+  uint64_t last_tick_ms_ = 0;
+};
+
+// rte_eal_remote_launch entry point; `arg` is a Worker*.
+int WorkerMain(void* arg);
+
+}  // namespace iwarp::dataplane
+
+#endif  // IWARPD_DATAPLANE_WORKER_H_

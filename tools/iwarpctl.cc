@@ -1,0 +1,146 @@
+// iwarpctl: shows what a running iwarpd reports through DPDK telemetry.
+//
+//   iwarpctl [--prefix P] [--json] stats   per-lcore counters and drop reasons
+//   iwarpctl [--prefix P] [--json] ports   ports, addresses, link, ethdev stats
+//
+// Not a DPDK process: it speaks the telemetry v2 protocol on the daemon's
+// UNIX socket (SOCK_SEQPACKET): read the JSON greeting, send the command,
+// read one JSON reply.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tools/iwarpctl_format.h"
+#include "tools/iwarpctl_json.h"
+
+namespace {
+
+using iwarp::tools::JsonValue;
+
+constexpr char kUsage[] =
+    "usage: iwarpctl [--prefix FILE_PREFIX | --socket PATH] [--json] stats|ports\n"
+    "\n"
+    "  stats     per worker lcore and total: packets, bytes, ARP and ICMP counters,\n"
+    "            drops by named reason (reasons with a zero total are not shown)\n"
+    "  ports     ports, MAC and IPv4 addresses, link, queues, steering, ethdev stats\n"
+    "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
+    "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
+    "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
+    "  --json    print the daemon's JSON reply as it is\n";
+
+// DPDK's runtime directory rule: /var/run for root, else $XDG_RUNTIME_DIR
+// or /tmp.
+std::string DefaultSocket(const std::string& prefix) {
+  std::string base = "/var/run";
+  if (getuid() != 0) {
+    const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+    base = xdg != nullptr ? xdg : "/tmp";
+  }
+  return absl::StrCat(base, "/dpdk/", prefix, "/dpdk_telemetry.v2");
+}
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "iwarpctl: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string prefix = "iwarpd";
+  std::string socket_path;
+  bool json = false;
+  std::string command;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--prefix" && i + 1 < argc) {
+      prefix = argv[++i];
+    } else if (a == "--socket" && i + 1 < argc) {
+      socket_path = argv[++i];
+    } else if ((a == "stats" || a == "ports") && command.empty()) {
+      command = a;
+    } else {
+      std::fprintf(stderr, "iwarpctl: unexpected argument '%s'\n%s", argv[i], kUsage);
+      return 2;
+    }
+  }
+  if (command.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  if (socket_path.empty()) socket_path = DefaultSocket(prefix);
+
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path)) return Fail("socket path too long");
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(absl::StrCat("socket: ", std::strerror(errno)));
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    close(fd);
+    if (err == ENOENT || err == ECONNREFUSED) {
+      return Fail(absl::StrCat("iwarpd is not running with file prefix '", prefix, "' (",
+                               socket_path, ": ", std::strerror(err), ")"));
+    }
+    return Fail(absl::StrCat("cannot connect to ", socket_path, ": ", std::strerror(err)));
+  }
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+  std::vector<char> buf(1 << 16);
+  ssize_t n = recv(fd, buf.data(), buf.size(), 0);
+  if (n <= 0) {
+    close(fd);
+    return Fail(absl::StrCat("no greeting from ", socket_path, " (",
+                             n == 0 ? "closed: too many clients?" : std::strerror(errno), ")"));
+  }
+  absl::StatusOr<JsonValue> greeting = iwarp::tools::ParseJson(std::string_view(buf.data(), n));
+  if (greeting.ok()) {
+    const uint64_t max_len = greeting->Uint("max_output_len", buf.size());
+    if (max_len + 1 > buf.size()) buf.resize(max_len + 1);
+  }
+  const std::string cmd = "/iwarpd/" + command;
+  if (send(fd, cmd.data(), cmd.size(), 0) != static_cast<ssize_t>(cmd.size())) {
+    const int err = errno;
+    close(fd);
+    return Fail(absl::StrCat("send: ", std::strerror(err)));
+  }
+  n = recv(fd, buf.data(), buf.size(), 0);
+  const int err = errno;
+  close(fd);
+  if (n <= 0) return Fail(absl::StrCat("no reply (", n == 0 ? "closed" : std::strerror(err), ")"));
+  const std::string_view reply(buf.data(), static_cast<size_t>(n));
+  if (json) {
+    std::fwrite(reply.data(), 1, reply.size(), stdout);
+    std::fputc('\n', stdout);
+    return 0;
+  }
+  absl::StatusOr<JsonValue> doc = iwarp::tools::ParseJson(reply);
+  if (!doc.ok()) return Fail(std::string(doc.status().message()));
+  const JsonValue* body = doc->Find(cmd);
+  if (body == nullptr || body->type == JsonValue::Type::kNull) {
+    return Fail(absl::StrCat("the daemon did not answer ", cmd,
+                             " (an older iwarpd, or it is shutting down)"));
+  }
+  absl::StatusOr<std::string> text =
+      command == "stats" ? iwarp::tools::FormatStats(*body) : iwarp::tools::FormatPorts(*body);
+  if (!text.ok()) return Fail(std::string(text.status().message()));
+  std::fputs(text->c_str(), stdout);
+  return 0;
+}

@@ -1,0 +1,22 @@
+// Readable renderings of iwarpd telemetry replies for iwarpctl.
+#ifndef IWARPD_TOOLS_IWARPCTL_FORMAT_H_
+#define IWARPD_TOOLS_IWARPCTL_FORMAT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tools/iwarpctl_json.h"
+
+namespace iwarp::tools {
+
+// `stats` is the value of "/iwarpd/stats": {"lcores": [...], "lcore_N": {...},
+// "total": {...}}. One row per counter, one column per worker lcore and a
+// total; under "drops" one row per drop reason whose total is not zero.
+absl::StatusOr<std::string> FormatStats(const JsonValue& stats);
+
+// `ports` is the value of "/iwarpd/ports": {"port_ids": [...], "port_N": {...}}.
+absl::StatusOr<std::string> FormatPorts(const JsonValue& ports);
+
+}  // namespace iwarp::tools
+
+#endif  // IWARPD_TOOLS_IWARPCTL_FORMAT_H_
