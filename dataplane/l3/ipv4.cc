@@ -1,7 +1,7 @@
 #include "dataplane/l3/ipv4.h"
 
 #include "absl/strings/str_format.h"
-#include "dataplane/l3/checksum.h"
+#include "common/checksum.h"
 #include "dataplane/l3/mac.h"
 
 namespace iwarp::dataplane {

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "dataplane/l3/checksum.h"
+#include "common/checksum.h"
 #include "dataplane/l3/test_frames.h"
 #include "gtest/gtest.h"
 

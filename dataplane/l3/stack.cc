@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "dataplane/l3/checksum.h"
+#include "common/checksum.h"
 #include "dataplane/l3/ipv4.h"
 
 namespace iwarp::dataplane {

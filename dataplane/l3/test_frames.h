@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/bytes.h"
-#include "dataplane/l3/checksum.h"
+#include "common/checksum.h"
 #include "dataplane/l3/mac.h"
 
 namespace iwarp::dataplane::testing {

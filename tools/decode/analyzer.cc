@@ -117,6 +117,26 @@ void Analyzer::Violation(uint64_t frame, const std::string& who, const std::stri
   out_ << absl::StrFormat("%6u  %-45s VIOLATION: %s\n", frame, who, what);
 }
 
+// The state of the conversation `pkt` belongs to, created on first sight:
+// side 0 is whoever sent the first packet seen.
+template <typename Conn>
+Conn& Analyzer::FindOrAdd(std::map<ConnKey, std::unique_ptr<Conn>>& table, const L4Packet& pkt,
+                          const char* suffix, uint64_t* created) {
+  const bool fwd = std::tie(pkt.src.ip, pkt.src.port) < std::tie(pkt.dst.ip, pkt.dst.port);
+  const ConnKey key = fwd ? ConnKey{pkt.src.ip, pkt.src.port, pkt.dst.ip, pkt.dst.port}
+                          : ConnKey{pkt.dst.ip, pkt.dst.port, pkt.src.ip, pkt.src.port};
+  std::unique_ptr<Conn>& slot = table[key];
+  if (!slot) {
+    slot = std::make_unique<Conn>();
+    slot->ep[0] = pkt.src;
+    slot->ep[1] = pkt.dst;
+    slot->who[0] = FormatEndpoint(pkt.src) + " > " + FormatEndpoint(pkt.dst) + suffix;
+    slot->who[1] = FormatEndpoint(pkt.dst) + " > " + FormatEndpoint(pkt.src) + suffix;
+    ++*created;
+  }
+  return *slot;
+}
+
 void Analyzer::OnBadFrame(uint64_t frame, FrameResult r) {
   const char* what = r == FrameResult::kFragment    ? "IPv4 fragment (not reassembled)"
                      : r == FrameResult::kTruncated ? "frame truncated (headers or IP length beyond captured bytes)"
@@ -136,19 +156,7 @@ void Analyzer::OnPacket(const L4Packet& pkt) {
 // ---- TCP and MPA ------------------------------------------------------------
 
 void Analyzer::OnTcp(const L4Packet& pkt) {
-  const bool fwd = std::tie(pkt.src.ip, pkt.src.port) < std::tie(pkt.dst.ip, pkt.dst.port);
-  const ConnKey key = fwd ? ConnKey{pkt.src.ip, pkt.src.port, pkt.dst.ip, pkt.dst.port}
-                          : ConnKey{pkt.dst.ip, pkt.dst.port, pkt.src.ip, pkt.src.port};
-  auto& slot = tcp_[key];
-  if (!slot) {
-    slot = std::make_unique<TcpConn>();
-    slot->ep[0] = pkt.src;
-    slot->ep[1] = pkt.dst;
-    slot->who[0] = FormatEndpoint(pkt.src) + " > " + FormatEndpoint(pkt.dst);
-    slot->who[1] = FormatEndpoint(pkt.dst) + " > " + FormatEndpoint(pkt.src);
-    ++summary_.tcp_connections;
-  }
-  TcpConn& c = *slot;
+  TcpConn& c = FindOrAdd(tcp_, pkt, "", &summary_.tcp_connections);
   const int dir = c.ep[0] == pkt.src ? 0 : 1;
   if (pkt.tcp_flags & kTcpSyn) c.rx[dir].OnSyn(pkt.seq);
   if (pkt.payload.empty()) return;
@@ -566,19 +574,7 @@ void Analyzer::OnRpc(Direction& d, const std::string& who, uint64_t frame, ByteS
 // ---- SCTP and the RFC 5043 adaptation ------------------------------------------
 
 void Analyzer::OnSctp(const L4Packet& pkt) {
-  const bool fwd = std::tie(pkt.src.ip, pkt.src.port) < std::tie(pkt.dst.ip, pkt.dst.port);
-  const ConnKey key = fwd ? ConnKey{pkt.src.ip, pkt.src.port, pkt.dst.ip, pkt.dst.port}
-                          : ConnKey{pkt.dst.ip, pkt.dst.port, pkt.src.ip, pkt.src.port};
-  auto& slot = sctp_[key];
-  if (!slot) {
-    slot = std::make_unique<SctpAssoc>();
-    slot->ep[0] = pkt.src;
-    slot->ep[1] = pkt.dst;
-    slot->who[0] = FormatEndpoint(pkt.src) + " > " + FormatEndpoint(pkt.dst) + " sctp";
-    slot->who[1] = FormatEndpoint(pkt.dst) + " > " + FormatEndpoint(pkt.src) + " sctp";
-    ++summary_.sctp_associations;
-  }
-  SctpAssoc& a = *slot;
+  SctpAssoc& a = FindOrAdd(sctp_, pkt, " sctp", &summary_.sctp_associations);
   const int dir = a.ep[0] == pkt.src ? 0 : 1;
   const std::string& who = a.who[dir];
   ByteSpan chunks = pkt.payload;

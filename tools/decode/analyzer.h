@@ -69,6 +69,9 @@ class Analyzer {
  private:
   using ConnKey = std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>;
 
+  template <typename Conn>
+  Conn& FindOrAdd(std::map<ConnKey, std::unique_ptr<Conn>>& table, const L4Packet& pkt,
+                  const char* suffix, uint64_t* created);
   void OnTcp(const L4Packet& pkt);
   void OnSctp(const L4Packet& pkt);
   void OnStream(TcpConn& c, int dir, uint64_t frame, Seq32 seq, ByteSpan data);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/checksum.h"
 #include "common/crc32c.h"
 
 namespace iwarp::decode {
@@ -142,18 +143,6 @@ absl::Status ReadCapture(const std::string& path,
   return status;
 }
 
-uint32_t ChecksumPartial(ByteSpan data, uint32_t sum) {
-  size_t i = 0;
-  for (; i + 1 < data.size(); i += 2) sum += LoadBe16(data.data() + i);
-  if (i < data.size()) sum += uint32_t{data[i]} << 8;
-  return sum;
-}
-
-uint16_t ChecksumFinish(uint32_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
-
 std::string FormatEndpoint(const Endpoint& e) {
   return absl::StrFormat("%u.%u.%u.%u:%u", e.ip >> 24, (e.ip >> 16) & 0xff,
                          (e.ip >> 8) & 0xff, e.ip & 0xff, e.port);
@@ -216,7 +205,7 @@ void CaptureWriter::Emit(const Endpoint& src, const Endpoint& dst, uint8_t proto
   ip[9] = proto;
   StoreBe32(ip + 12, src.ip);
   StoreBe32(ip + 16, dst.ip);
-  StoreBe16(ip + 10, ChecksumFinish(ChecksumPartial(ByteSpan(ip, kIpv4MinHeaderLen))));
+  StoreBe16(ip + 10, InternetChecksum(ByteSpan(ip, kIpv4MinHeaderLen)));
   if (!l4.empty()) std::copy(l4.begin(), l4.end(), ip + kIpv4MinHeaderLen);
 
   pcap_pkthdr hdr{};
@@ -246,9 +235,7 @@ void CaptureWriter::Tcp(const Endpoint& src, const Endpoint& dst, uint32_t seq,
   StoreBe32(pseudo.data() + 4, dst.ip);
   pseudo[9] = kIpProtoTcp;
   StoreBe16(pseudo.data() + 10, static_cast<uint16_t>(seg.size()));
-  uint32_t sum = ChecksumPartial(pseudo);
-  sum = ChecksumPartial(seg, sum);
-  StoreBe16(t + 16, ChecksumFinish(sum));
+  StoreBe16(t + 16, ChecksumFold(ChecksumAdd(ChecksumAdd(0, pseudo), seg)));
   Emit(src, dst, kIpProtoTcp, seg);
 }
 

@@ -101,10 +101,6 @@ class CaptureWriter {
   std::vector<uint8_t> frame_;
 };
 
-// RFC 1071 Internet checksum over `data`, continuing from a partial sum.
-uint32_t ChecksumPartial(ByteSpan data, uint32_t sum = 0);
-uint16_t ChecksumFinish(uint32_t sum);
-
 std::string FormatEndpoint(const Endpoint& e);
 
 }  // namespace iwarp::decode

@@ -1,15 +1,15 @@
 // Internet checksum (RFC 1071) and its incremental update (RFC 1624).
 //
-// Pure functions on byte spans; no DPDK. Used by IPv4 (header checksum) and
-// ICMP (message checksum).
-#ifndef IWARPD_DATAPLANE_L3_CHECKSUM_H_
-#define IWARPD_DATAPLANE_L3_CHECKSUM_H_
+// Pure functions on byte spans. Used by IPv4 (header checksum), ICMP, TCP and
+// the capture tools.
+#ifndef IWARPD_COMMON_CHECKSUM_H_
+#define IWARPD_COMMON_CHECKSUM_H_
 
 #include <cstdint>
 
 #include "common/bytes.h"
 
-namespace iwarp::dataplane {
+namespace iwarp {
 
 // Adds `data` to a running one's-complement sum as a sequence of big-endian
 // 16-bit words (RFC 1071 4.1); an odd final byte is padded with a zero byte.
@@ -30,6 +30,6 @@ inline uint16_t InternetChecksum(ByteSpan data) {
 // `old_word` to `new_word`: RFC 1624 3, eqn. 3, HC' = ~(~HC + ~m + m').
 uint16_t ChecksumAdjust(uint16_t hc, uint16_t old_word, uint16_t new_word);
 
-}  // namespace iwarp::dataplane
+}  // namespace iwarp
 
-#endif  // IWARPD_DATAPLANE_L3_CHECKSUM_H_
+#endif  // IWARPD_COMMON_CHECKSUM_H_

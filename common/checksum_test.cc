@@ -1,4 +1,4 @@
-#include "dataplane/l3/checksum.h"
+#include "common/checksum.h"
 
 #include <cstdint>
 #include <random>
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace iwarp::dataplane {
+namespace iwarp {
 namespace {
 
 TEST(Checksum, Rfc1071NumericalExample) {
@@ -54,4 +54,4 @@ TEST(Checksum, IncrementalUpdateMatchesRecomputation) {
 }
 
 }  // namespace
-}  // namespace iwarp::dataplane
+}  // namespace iwarp

@@ -1,6 +1,6 @@
-#include "dataplane/l3/checksum.h"
+#include "common/checksum.h"
 
-namespace iwarp::dataplane {
+namespace iwarp {
 
 uint32_t ChecksumAdd(uint32_t sum, ByteSpan data) {
   // 64-bit accumulator: no carry is lost for any input a frame can hold.
@@ -26,4 +26,4 @@ uint16_t ChecksumAdjust(uint16_t hc, uint16_t old_word, uint16_t new_word) {
   return ChecksumFold(sum);
 }
 
-}  // namespace iwarp::dataplane
+}  // namespace iwarp
