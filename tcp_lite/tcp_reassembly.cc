@@ -246,6 +246,16 @@ InsertResult Reassembler::Insert(const ReasmSegment& seg) {
   bool dup_recorded = false;
   if (seg.seq < rcv_nxt_) {
     const uint32_t behind = 0u - base;
+    // Once the FIN is consumed, rcv_nxt is one past it: the FIN's sequence
+    // number carries no data, so a segment reaching it is not a duplicate
+    // (RFC 2883 4 reports received data only) but data beyond the FIN.
+    const uint32_t fin_slot = fin_delivered_ ? 1u : 0u;
+    if (fin_delivered_ && behind - fin_slot < len) {
+      Drop(ReasmDrop::kBeyondFin, &result);
+      FinishInsert(&result);
+      sink_.OnRelease(seg.handle);
+      return result;
+    }
     if (behind >= len) {
       // Entirely received before: RFC 2883 4 reports it as a D-SACK.
       RecordDsack(seg.seq, seg.seq + len);
