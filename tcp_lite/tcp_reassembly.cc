@@ -303,7 +303,7 @@ InsertResult Reassembler::Insert(const ReasmSegment& seg) {
       dup_recorded = true;
       dup_open = true;
     } else if (dup_open) {
-      dsack_.right = rcv_nxt_ + std::min(ee, e);
+      dsack_.right_edge = rcv_nxt_ + std::min(ee, e);
     }
     cur = std::max(cur, ee);
   }
@@ -317,7 +317,7 @@ InsertResult Reassembler::Insert(const ReasmSegment& seg) {
     Drop(ReasmDrop::kDuplicate, &result);
     ++stats_.duplicate_segments;
     stats_.duplicate_bytes += len;
-    NoteArrival(dsack_.left);
+    NoteArrival(dsack_.left_edge);
     FinishInsert(&result);
     sink_.OnRelease(seg.handle);
     return result;

@@ -476,12 +476,12 @@ void RunRandom(uint32_t seed, bool ample) {
         }
         ASSERT_EQ(n - i, std::min(runs, kMaxSackBlocks - i));
         if (r.queued > 0) {  // RFC 2018 4: the block of the latest segment first
-          ASSERT_LT(blocks[i].left, Seq32(isn + std::min(p + len, wnd_end)));
-          ASSERT_GT(blocks[i].right, Seq32(isn + std::max(p, before)));
+          ASSERT_LT(blocks[i].left_edge, Seq32(isn + std::min(p + len, wnd_end)));
+          ASSERT_GT(blocks[i].right_edge, Seq32(isn + std::max(p, before)));
         }
         for (; i < n; ++i) {
-          const uint32_t l = static_cast<uint32_t>(blocks[i].left - Seq32(isn));
-          const uint32_t rr = static_cast<uint32_t>(blocks[i].right - Seq32(isn));
+          const uint32_t l = static_cast<uint32_t>(blocks[i].left_edge - Seq32(isn));
+          const uint32_t rr = static_cast<uint32_t>(blocks[i].right_edge - Seq32(isn));
           ASSERT_GT(l, model_nxt);
           ASSERT_LT(l, rr);
           ASSERT_LE(rr, total);
