@@ -44,6 +44,16 @@ void Reassembler::Clear() {
   }
 }
 
+void Reassembler::Reset(Seq32 rcv_nxt, uint32_t window) {
+  Clear();
+  rcv_nxt_ = rcv_nxt;
+  window_ = std::min(window, kMaxReceiveWindow);
+  fin_seq_ = Seq32();
+  fin_known_ = false;
+  fin_delivered_ = false;
+  stats_ = ReasmStats();
+}
+
 void Reassembler::Drop(ReasmDrop reason, InsertResult* result) {
   result->drop = reason;
   ++stats_.drops[static_cast<size_t>(reason)];

@@ -161,6 +161,11 @@ class Reassembler {
   // rcv_nxt and the FIN state are unchanged.
   void Clear();
 
+  // Reuses the reassembler for a new connection: Clear(), then rcv_nxt, the
+  // window and the FIN state start afresh and the statistics are zeroed.
+  // Allocates nothing (connection tables construct one per slot up front).
+  void Reset(Seq32 rcv_nxt, uint32_t window);
+
   Seq32 rcv_nxt() const { return rcv_nxt_; }
   uint32_t window() const { return window_; }
   bool fin_received() const { return fin_known_; }
