@@ -672,11 +672,18 @@ struct TcpStack::Impl {
 
   // RFC 6675 NextSeg() (1): the first byte at or above high_rxt that is in a
   // hole below the highest SACKed byte. Returns the hole's extent.
+  // RFC 6675 4 IsLost(): a hole counts as lost once more than
+  // (DupThresh - 1) * SMSS bytes above it are SACKed.
   bool NextHole(const Conn& c, Seq32* start, uint32_t* len) const {
     Seq32 pos = std::max(c.snd_una, c.high_rxt);
     for (uint32_t i = 0; i < c.nsacked; ++i) {
       if (c.sacked[i].right_edge <= pos) continue;
       if (c.sacked[i].left_edge > pos) {
+        uint32_t above = 0;
+        for (uint32_t j = i; j < c.nsacked; ++j) {
+          above += static_cast<uint32_t>(c.sacked[j].right_edge - c.sacked[j].left_edge);
+        }
+        if (above <= (kDupThresh - 1) * c.emss) return false;
         *start = pos;
         *len = static_cast<uint32_t>(c.sacked[i].left_edge - pos);
         return true;
@@ -1122,7 +1129,15 @@ struct TcpStack::Impl {
     return (rcv_nxt <= seq && seq < rcv_nxt + wnd) || (rcv_nxt <= last && last < rcv_nxt + wnd);
   }
 
-  void SynchronizedInput(Conn& c, const Segment& seg, const Options& o) {
+  void SynchronizedInput(Conn& c, const Segment& seg_in, const Options& o) {
+    Segment seg = seg_in;
+    if (c.state == TcpState::kSynReceived && seg.header.Has(kFlagSyn) &&
+        seg.header.Has(kFlagAck) && seg.header.seq == c.irs) {
+      // Simultaneous open (RFC 9293 3.5 figure 8): the peer's SYN,ACK repeats
+      // its SYN; what is new is the ACK of ours.
+      seg.header.flags = static_cast<uint8_t>(seg.header.flags & ~kFlagSyn);
+      seg.header.seq = c.irs + 1;
+    }
     const SegmentHeader& h = seg.header;
     const uint32_t gen = c.generation;
     uint32_t seg_len = static_cast<uint32_t>(seg.payload.size());
@@ -1467,6 +1482,16 @@ struct TcpStack::Impl {
           ++stats.sack_recoveries;
           ++stats.fast_retransmits;
           ++c.counters.fast_retransmits;
+          // RFC 6675 5 step (4.3): the first unacknowledged segment is
+          // retransmitted at once, whatever pipe says.
+          const uint32_t hole = c.nsacked > 0 && c.sacked[0].left_edge > c.snd_una
+                                    ? static_cast<uint32_t>(c.sacked[0].left_edge - c.snd_una)
+                                    : c.emss;
+          const uint32_t len = SegmentLength(c, c.snd_una, hole);
+          if (len > 0) {
+            SendData(c, c.snd_una, len, true);
+            c.high_rxt = c.snd_una + len;
+          }
           ArmRtx(c, RtxKind::kRetransmit, c.rto.rto_us());
         }
       } else {
@@ -1653,8 +1678,12 @@ struct TcpStack::Impl {
     // MSS) past the edge last advertised.
     const uint32_t after = RcvWindow(c);
     const Seq32 new_edge = c.reasm->rcv_nxt() + after;
-    if (after > before && new_edge - c.rcv_adv >= static_cast<int32_t>(
-                                                      std::min<uint32_t>(c.rbuf_cap / 2, our_mss))) {
+    // Only when the window the peer knows of has become small (receiver SWS
+    // avoidance), so that consuming data does not trigger an ACK each time.
+    const int32_t left = c.rcv_adv - c.reasm->rcv_nxt();
+    if (after > before &&
+        left < static_cast<int32_t>(std::min<uint32_t>(c.rbuf_cap / 2, 4u * our_mss)) &&
+        new_edge - c.rcv_adv >= static_cast<int32_t>(std::min<uint32_t>(c.rbuf_cap / 2, our_mss))) {
       c.ack_now = true;
     }
   }
