@@ -1599,7 +1599,7 @@ struct TcpStack::Impl {
       // The part below RCV.NXT: reported as a D-SACK (RFC 2883 4).
       const uint32_t dup = std::min(static_cast<uint32_t>(rcv_nxt0 - h.seq), len);
       c.reasm->Insert(ReasmSegment{h.seq, seg.payload.first(dup), false, 0});
-      ++stats.dsacks_out;
+      if (c.sack_ok) ++stats.dsacks_out;
       Drop(DropReason::kTcpDuplicateData);
       c.ack_now = true;
     }
@@ -1627,23 +1627,24 @@ struct TcpStack::Impl {
     if (c.reasm->fin_delivered() && !c.peer_fin_reported) {
       c.peer_fin_reported = true;
       c.ack_now = true;
+      bool time_wait = false;
       switch (c.state) {
         case TcpState::kEstablished: c.state = TcpState::kCloseWait; break;
         case TcpState::kFinWait1:
-          if (c.fin_queued && c.snd_una > c.snd_end) {
-            SendAck(c);
-            EnterTimeWait(c);
-            return;
-          }
-          c.state = TcpState::kClosing;
+          if (c.fin_queued && c.snd_una > c.snd_end) time_wait = true;
+          else c.state = TcpState::kClosing;
           break;
-        case TcpState::kFinWait2:
-          SendAck(c);
-          EnterTimeWait(c);
-          return;
+        case TcpState::kFinWait2: time_wait = true; break;
         default: break;
       }
-      if (c.user != nullptr) c.user->OnPeerFin(IdOf(c));
+      if (c.user != nullptr) {
+        c.user->OnPeerFin(IdOf(c));
+        if (!Alive(c, gen)) return;
+      }
+      if (time_wait) {
+        SendAck(c);
+        EnterTimeWait(c);
+      }
     }
   }
 
