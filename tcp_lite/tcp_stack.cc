@@ -822,7 +822,7 @@ struct TcpStack::Impl {
     c.rtx_kind = RtxKind::kNone;
     switch (kind) {
       case RtxKind::kNone: return;
-      case RtxKind::kTimeWait: CloseConn(c, CloseReason::kNormal); return;
+      case RtxKind::kTimeWait: FreeConn(c); return;  // the user was told on entry
       case RtxKind::kPersist: {
         // RFC 9293 3.8.6.1: probe the zero window with one byte.
         if (c.snd_wnd != 0 || !(c.snd_end > c.snd_una)) return;
