@@ -1460,7 +1460,7 @@ struct TcpStack::Impl {
         }
       }
     } else if (ack == c.snd_una && seg.payload.empty() && !h.Has(kFlagFin) &&
-               c.snd_max > c.snd_una && new_wnd == c.snd_wnd) {
+               c.snd_max > c.snd_una && new_wnd == c.snd_wnd && new_wnd != 0) {
       // RFC 5681 2: duplicate ACK.
       ++stats.dup_acks_in;
       ++c.dup_acks;

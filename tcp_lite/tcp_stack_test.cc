@@ -773,6 +773,63 @@ TEST_F(StackTest, KeepaliveProbesThenTimesOut) {
   EXPECT_EQ(stack_->stats().keepalive_probes, 3u);
 }
 
+TEST_F(StackTest, NagleHoldsSmallSegmentsWhileDataIsInFlight) {
+  TcpOptions o = BaseOptions();
+  o.nagle = true;
+  Make(o);
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(10, 1)), now_);
+  EXPECT_EQ(One().payload.size(), 10u);  // nothing in flight: sent
+  stack_->Send(conn_, ByteSpan(Pattern(10, 2)), now_);
+  stack_->Send(conn_, ByteSpan(Pattern(10, 3)), now_);
+  EXPECT_TRUE(out_.Take().empty());  // held: RFC 9293 3.7.4
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 11, 512, Ts(110, 0)));
+  EXPECT_EQ(One().payload.size(), 20u);  // coalesced
+}
+
+TEST_F(StackTest, NagleOffSendsEachWriteAtOnce) {
+  Make();
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(10, 1)), now_);
+  stack_->Send(conn_, ByteSpan(Pattern(10, 2)), now_);
+  EXPECT_EQ(out_.Take().size(), 2u);
+}
+
+TEST_F(StackTest, TimeWaitIsBounded) {
+  TcpOptions o = BaseOptions();
+  o.max_time_wait = 1;
+  Make(o);
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  for (uint16_t i = 0; i < 3; ++i) {
+    SegBuilder p = peer_;
+    p.src_port = static_cast<uint16_t>(41000 + i);
+    auto in = [&](const std::vector<uint8_t>& s) { stack_->Input(kIpB, kIpA, ByteSpan(s), now_); };
+    in(p.Build(kFlagSyn, kPeerIsn, 0, 65535));
+    const uint32_t iss = One().h.seq.value();
+    in(p.Build(kFlagAck, kPeerIsn + 1, iss + 1, 1000));
+    const ConnId id = user_.accepted.back();
+    stack_->Shutdown(id, now_);
+    One();
+    in(p.Build(kFlagFin | kFlagAck, kPeerIsn + 1, iss + 2, 1000));
+    One();
+    EXPECT_EQ(stack_->State(id), TcpState::kTimeWait);
+  }
+  EXPECT_EQ(stack_->connection_count(), 1u);
+  EXPECT_EQ(stack_->stats().time_wait_recycled, 2u);
+}
+
+TEST_F(StackTest, ZeroWindowAcksAreNotDuplicateAcks) {
+  Make();
+  Accept();
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 0, Ts(110, 0)));
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  Advance(1'000'200);
+  One();  // the probe
+  for (int i = 0; i < 4; ++i) In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 0, Ts(111 + i, 0)));
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(stack_->stats().fast_retransmits, 0u);
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
