@@ -1180,8 +1180,11 @@ struct TcpStack::Impl {
                                           c.reasm->rcv_nxt()
                                       ? DropReason::kTcpDuplicateData
                                       : DropReason::kTcpOutOfWindow));
-      // A duplicate gets a D-SACK (RFC 2883) through the reassembler.
-      if (!seg.payload.empty() && c.sack_ok) {
+      // A duplicate gets a D-SACK (RFC 2883) through the reassembler; only
+      // wholly old data goes there, so nothing is taken that the receive
+      // ring does not hold.
+      if (!seg.payload.empty() && c.sack_ok &&
+          h.seq + static_cast<uint32_t>(seg.payload.size()) <= c.reasm->rcv_nxt()) {
         c.reasm->Insert(ReasmSegment{h.seq, seg.payload, false, 0});
         ++stats.dsacks_out;
       }

@@ -223,8 +223,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       pos += n;
     } else {
       user.limit = op[1] == 0xFF ? SIZE_MAX : op[1];
-      if (op[2] & 1) s.ConsumeReceived(user.conn, op[3], now);
-      else s.DeliverPending(user.conn, now);
+      if (op[2] & 1) {
+        // Consuming without OnData moves the stream offset on.
+        TcpConnInfo before, after;
+        if (s.GetConnection(user.conn, &before)) {
+          s.ConsumeReceived(user.conn, op[3], now);
+          if (s.GetConnection(user.conn, &after)) {
+            Check(after.recv_queued <= before.recv_queued);
+            Check(before.recv_queued - after.recv_queued <= op[3]);
+            user.offsets[user.conn.slot] += before.recv_queued - after.recv_queued;
+          }
+        }
+      } else {
+        s.DeliverPending(user.conn, now);
+      }
     }
     Check(s.connection_count() <= opt.max_connections);
     TcpConnInfo info[4];
