@@ -34,69 +34,8 @@ namespace {
 
 using testing::kIpA;
 using testing::kIpB;
+using testing::RingLink;
 using testing::TestIsn;
-
-// A fixed ring of packet slots per direction; every 53rd packet is dropped.
-class RingLink {
- public:
-  static constexpr size_t kSlots = 2048;
-  static constexpr size_t kSlotBytes = 2048;
-  struct Slot {
-    uint32_t src, dst;
-    uint32_t len;
-    uint8_t bytes[kSlotBytes];
-  };
-  class Port : public TcpOutput {
-   public:
-    Port(RingLink& l, int to) : link_(l), to_(to) {}
-    bool EmitSegment(uint32_t src, uint32_t dst, ByteSpan hdr,
-                     std::span<const ByteSpan> payload) override {
-      return link_.Push(to_, src, dst, hdr, payload);
-    }
-   private:
-    RingLink& link_;
-    int to_;
-  };
-
-  RingLink() : slots_(new Slot[2 * kSlots]) {}
-
-  bool Push(int to, uint32_t src, uint32_t dst, ByteSpan hdr, std::span<const ByteSpan> payload) {
-    if (++counter_ % 53 == 0) return true;  // lost on the wire
-    if (count_[to] == kSlots) return false;
-    Slot& s = slots_[to * kSlots + (head_[to] + count_[to]) % kSlots];
-    size_t n = hdr.size();
-    std::memcpy(s.bytes, hdr.data(), n);
-    for (ByteSpan p : payload) {
-      if (n + p.size() > kSlotBytes) return false;
-      std::memcpy(s.bytes + n, p.data(), p.size());
-      n += p.size();
-    }
-    s.src = src;
-    s.dst = dst;
-    s.len = static_cast<uint32_t>(n);
-    ++count_[to];
-    return true;
-  }
-  // Delivers what is queued for side `to` (not what this produces).
-  void Deliver(int to, TcpStack& s, uint64_t now) {
-    size_t n = count_[to];
-    while (n-- > 0) {
-      Slot& slot = slots_[to * kSlots + head_[to]];
-      head_[to] = (head_[to] + 1) % kSlots;
-      --count_[to];
-      s.Input(slot.src, slot.dst, ByteSpan(slot.bytes, slot.len), now);
-    }
-  }
-
-  Port to_a{*this, 0};
-  Port to_b{*this, 1};
-
- private:
-  std::unique_ptr<Slot[]> slots_;
-  size_t head_[2] = {0, 0};
-  size_t count_[2] = {0, 0};
-  uint64_t counter_ = 0;
-};
 
 class Sink : public TcpUser {
  public:
@@ -122,7 +61,7 @@ class Sink : public TcpUser {
 };
 
 TEST(TcpStackAlloc, SteadyStateTransferAllocatesNothing) {
-  RingLink link;
+  RingLink link(53);  // every 53rd packet lost
   TcpOptions o;
   o.max_connections = 4;
   o.send_buffer_bytes = 128 * 1024;
