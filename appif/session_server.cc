@@ -75,7 +75,7 @@ struct SessionServer::Counters {
       sessions_active{0}, pds_active{0}, mrs_active{0}, cqs_active{0}, qps_active{0},
       stags_in_use{0}, registered_bytes{0}, mapped_bytes{0}, connections{0}, wrs_completed{0},
       wrs_failed{0}, wrs_flushed{0}, bytes_moved{0}, events_posted{0}, events_dropped{0},
-      ring_corruptions{0}, requests_failed{0};
+      ring_corruptions{0}, requests_failed{0}, doorbells{0};
 };
 
 namespace {
@@ -229,6 +229,7 @@ SessionServerStats SessionServer::stats() const {
   s.events_dropped = r(c.events_dropped);
   s.ring_corruptions = r(c.ring_corruptions);
   s.requests_failed = r(c.requests_failed);
+  s.doorbells = r(c.doorbells);
   return s;
 }
 
@@ -248,6 +249,7 @@ int SessionServer::PollControl(int timeout_ms) {
       AcceptSessions();
     } else if (tag == kTagDoorbell) {
       Drain(fd);
+      Add(counters_->doorbells, 1);
     } else {
       ready.push_back(fd);
     }

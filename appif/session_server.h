@@ -74,6 +74,7 @@ struct SessionServerStats {
   uint64_t events_posted = 0;
   uint64_t events_dropped = 0;     // event ring of a session full
   uint64_t ring_corruptions = 0;   // impossible ring index seen
+  uint64_t doorbells = 0;          // wake-ups by an application's doorbell
   uint64_t requests_failed = 0;    // control requests answered with an error
 };
 

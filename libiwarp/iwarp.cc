@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <set>
 #include <string>
 
 #include "appif/proto.h"
@@ -53,6 +54,9 @@ struct iwarp_session {
     ai::Mapping map;
   };
   std::map<uintptr_t, std::unique_ptr<Block>> blocks;  // by address
+  std::set<iwarp_cq*> cqs;  // released by iwarp_close if still alive
+  std::set<iwarp_qp*> qps;
+  ~iwarp_session();
 };
 
 struct iwarp_cq {
@@ -70,6 +74,11 @@ struct iwarp_qp {
   ai::SpscRing<ai::Sqe> sq;
   ai::SpscRing<ai::Rqe> rq;
 };
+
+iwarp_session::~iwarp_session() {
+  for (iwarp_qp* qp : qps) delete qp;
+  for (iwarp_cq* cq : cqs) delete cq;
+}
 
 namespace {
 
@@ -272,13 +281,19 @@ int iwarp_create_cq(iwarp_session* s, uint32_t depth, iwarp_cq** out) {
   if (cq == nullptr) return -ENOMEM;
   cq->ring = ai::SpscRing<ai::Cqe>(cq->shm.data(), r.depth);
   cq->ring.AttachAsConsumer();
+  s->cqs.insert(cq);
   *out = cq;
   return 0;
 }
 
 int iwarp_destroy_cq(iwarp_cq* cq) {
-  const int e = CallSimple(cq->s, ai::Op::kDestroyCq, ai::IdReq{cq->id}, nullptr);
-  if (e == 0 || e == -EPIPE) delete cq;
+  iwarp_session* s = cq->s;
+  const int e = CallSimple(s, ai::Op::kDestroyCq, ai::IdReq{cq->id}, nullptr);
+  if (e == 0 || e == -EPIPE) {
+    std::lock_guard<std::mutex> l(s->mu);
+    s->cqs.erase(cq);
+    delete cq;
+  }
   return e;
 }
 
@@ -346,13 +361,19 @@ int iwarp_create_qp(iwarp_session* s, const iwarp_qp_attr* attr, iwarp_qp** out)
   qp->rq = ai::SpscRing<ai::Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
   qp->sq.AttachAsProducer();
   qp->rq.AttachAsProducer();
+  s->qps.insert(qp);
   *out = qp;
   return 0;
 }
 
 int iwarp_destroy_qp(iwarp_qp* qp) {
-  const int e = CallSimple(qp->s, ai::Op::kDestroyQp, ai::IdReq{qp->id}, nullptr);
-  if (e == 0 || e == -EPIPE) delete qp;
+  iwarp_session* s = qp->s;
+  const int e = CallSimple(s, ai::Op::kDestroyQp, ai::IdReq{qp->id}, nullptr);
+  if (e == 0 || e == -EPIPE) {
+    std::lock_guard<std::mutex> l(s->mu);
+    s->qps.erase(qp);
+    delete qp;
+  }
   return e;
 }
 
