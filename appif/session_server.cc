@@ -186,6 +186,16 @@ absl::Status SessionServer::Listen() {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
+  // A socket file whose server still answers belongs to a live daemon: refuse
+  // rather than steal it. A stale one (crashed daemon) is replaced.
+  {
+    UniqueFd probe(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (probe.valid() &&
+        connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(options_.socket_path, " is served by another running daemon"));
+    }
+  }
   unlink(options_.socket_path.c_str());
   if (bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("bind ", options_.socket_path));

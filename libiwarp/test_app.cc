@@ -10,6 +10,8 @@
 //   iwarp_test_app initiator SOCKET PORT STAG_RW ADDR_RW STAG_INV
 //       connects, RDMA Writes with an SG list, reads back, Sends (plain, SE,
 //       with Invalidate), prints INITIATOR_OK.
+//   iwarp_test_app waitfatal SOCKET
+//       opens a session and waits for the daemon to go away (DEVICE_FATAL).
 //   iwarp_test_app hog SOCKET PORT STAG_RW ADDR_RW
 //       connects and RDMA-Writes in a loop until killed (crash test).
 // Exit code 0 only if every check passed; failures print "FAIL: ...".
@@ -270,6 +272,24 @@ int Initiator(const char* sock, uint16_t port, uint32_t rstag, uint64_t raddr, u
   return 0;
 }
 
+// Holds a session (with a registered region and a QP) until the daemon goes
+// away, which must arrive as IWARP_EVENT_DEVICE_FATAL, not as a hang.
+int WaitFatal(const char* sock) {
+  Common c;
+  Setup(sock, &c);
+  printf("SESSION_OPEN\n");
+  fflush(stdout);
+  iwarp_event ev;
+  WaitEvent(c.s, &ev, IWARP_EVENT_DEVICE_FATAL);
+  CHECK(iwarp_cq_wait(c.cq, 1000) == -EPIPE, "cq_wait after daemon loss");
+  uint32_t pd = 0;
+  CHECK(iwarp_alloc_pd(c.s, &pd) == -EPIPE, "control call after daemon loss");
+  printf("DEVICE_FATAL\n");
+  fflush(stdout);
+  iwarp_close(c.s);
+  return 0;
+}
+
 int Hog(const char* sock, uint16_t port, uint32_t rstag, uint64_t raddr) {
   Common c;
   Setup(sock, &c);
@@ -307,10 +327,11 @@ int main(int argc, char** argv) {
                      strtoull(argv[5], nullptr, 0),
                      static_cast<uint32_t>(strtoul(argv[6], nullptr, 0)));
   }
+  if (argc >= 3 && strcmp(argv[1], "waitfatal") == 0) return WaitFatal(argv[2]);
   if (argc >= 6 && strcmp(argv[1], "hog") == 0) {
     return Hog(argv[2], static_cast<uint16_t>(atoi(argv[3])),
                static_cast<uint32_t>(strtoul(argv[4], nullptr, 0)), strtoull(argv[5], nullptr, 0));
   }
-  fprintf(stderr, "usage: %s target|initiator|hog SOCKET PORT [STAG ADDR [INV_STAG]]\n", argv[0]);
+  fprintf(stderr, "usage: %s target|sink|initiator|waitfatal|hog SOCKET PORT [STAG ADDR [INV_STAG]]\n", argv[0]);
   return 2;
 }
