@@ -59,6 +59,20 @@ constexpr uint64_t kMaxArpTimeoutS = 86400;
 constexpr uint64_t kMaxArpPending = 1024;
 constexpr uint64_t kMinArpRetryMs = 10;
 constexpr uint64_t kMaxArpRetryMs = 60000;
+// app_interface: sun_path holds 108 bytes, the file name up to 64 + ".sock".
+constexpr size_t kMaxSocketDir = 36;
+constexpr size_t kMaxAllowedUids = 64;
+constexpr uint64_t kMaxUid = 0xFFFFFFFEu;  // (uid_t)-1 means "no change"
+constexpr uint64_t kMaxSessions = 4096;
+constexpr uint64_t kMaxQpsPerSession = 65536;
+constexpr uint64_t kMaxMrsPerSession = 1 << 20;
+constexpr uint64_t kMaxRegisteredMb = 1 << 22;  // 4 TiB
+constexpr uint64_t kMinQueueDepth = 16;
+constexpr uint64_t kMaxQueueDepth = 65536;
+constexpr uint64_t kMinEventQueueDepth = 4;
+constexpr uint64_t kMaxEventQueueDepth = 4096;
+constexpr uint64_t kMinStagTable = 16;
+constexpr uint64_t kMaxStagTable = (1u << 24) - 1;  // 24-bit STag index
 
 // EAL options that a schema key owns; passing them in extra_args would make
 // two sources of truth.
@@ -300,6 +314,8 @@ class Loader {
   bool ReadPort(const YAML::Node& item, const std::string& path);
   bool ReadInterface(const YAML::Node& item, const std::string& path);
   bool ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path);
+  bool ReadAppInterface(const YAML::Node& key, const YAML::Node& value, const std::string& path);
+  Reader PowerOfTwo(uint32_t* out, UintRange range);
   bool CheckWhole();
 
   std::string source_;
@@ -804,6 +820,80 @@ bool Loader::ReadWorkers(const YAML::Node& key, const YAML::Node& value, const s
 }
 
 // Checks that need the whole document (keys may come in any order).
+Loader::Reader Loader::PowerOfTwo(uint32_t* out, UintRange range) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    uint64_t x = 0;
+    if (!ReadUint(k, v, p, range, &x)) return false;
+    if ((x & (x - 1)) != 0) {
+      return Fail(v.Mark(), p, absl::StrCat(x, " is not a power of two"),
+                  absl::StrCat("allowed: a power of two from ", range.lo, " to ", range.hi));
+    }
+    *out = static_cast<uint32_t>(x);
+    return true;
+  };
+}
+
+bool Loader::ReadAppInterface(const YAML::Node& key, const YAML::Node& value,
+                              const std::string& path) {
+  AppInterfaceConfig& a = config_.app_interface;
+  return ReadSection(
+      key, value, path,
+      {
+          {"enabled", Bool(&a.enabled)},
+          {"socket_dir",
+           [this, &a](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             const std::string allowed = absl::StrCat(
+                 "allowed: an absolute directory path of at most ", kMaxSocketDir,
+                 " printable characters without spaces, e.g. /run/iwarpd");
+             if (!ReadScalar(k, v, p, allowed, &a.socket_dir)) return false;
+             bool ok = !a.socket_dir.empty() && a.socket_dir[0] == '/' &&
+                       a.socket_dir.size() <= kMaxSocketDir;
+             for (char c : a.socket_dir) ok = ok && c > 0x20 && c <= 0x7e;
+             if (!ok) return Fail(v.Mark(), p, absl::StrCat(Quote(a.socket_dir), " is not usable"), allowed);
+             return true;
+           }},
+          {"socket_mode",
+           [this, &a](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             constexpr absl::string_view kAllowed =
+                 "allowed: a quoted octal mode from \"0600\" to \"0777\", e.g. \"0660\"";
+             std::string s;
+             if (!ReadScalar(k, v, p, kAllowed, &s)) return false;
+             bool ok = s.size() == 4 && s[0] == '0';
+             uint32_t mode = 0;
+             for (size_t i = 1; ok && i < s.size(); ++i) {
+               ok = s[i] >= '0' && s[i] <= '7';
+               mode = mode * 8 + static_cast<uint32_t>(s[i] - '0');
+             }
+             // The owner must keep read and write, or the daemon locks itself out.
+             if (!ok || (mode & 0600) != 0600) {
+               return Fail(v.Mark(), p, absl::StrCat(Quote(s), " is not a socket mode"), kAllowed);
+             }
+             a.socket_mode = mode;
+             return true;
+           }},
+          {"allowed_uids",
+           [this, &a](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(k, v, p, 0, kMaxAllowedUids, "user ids (numbers)",
+                             [this, &a](const YAML::Node& item, const std::string& ip) {
+                               uint64_t uid = 0;
+                               if (!ReadUint(item, item, ip, {0, kMaxUid}, &uid)) return false;
+                               a.allowed_uids.push_back(static_cast<uint32_t>(uid));
+                               return true;
+                             });
+           }},
+          {"max_sessions", Uint(&a.max_sessions, {1, kMaxSessions})},
+          {"max_qps_per_session", Uint(&a.max_qps_per_session, {1, kMaxQpsPerSession})},
+          {"max_cqs_per_session", Uint(&a.max_cqs_per_session, {1, kMaxQpsPerSession})},
+          {"max_mrs_per_session", Uint(&a.max_mrs_per_session, {1, kMaxMrsPerSession})},
+          {"max_registered_mb_per_session",
+           Uint(&a.max_registered_mb_per_session, {1, kMaxRegisteredMb})},
+          {"max_queue_depth", PowerOfTwo(&a.max_queue_depth, {kMinQueueDepth, kMaxQueueDepth})},
+          {"event_queue_depth",
+           PowerOfTwo(&a.event_queue_depth, {kMinEventQueueDepth, kMaxEventQueueDepth})},
+          {"stag_table_size", Uint(&a.stag_table_size, {kMinStagTable, kMaxStagTable})},
+      });
+}
+
 bool Loader::CheckWhole() {
   const Config& c = config_;
   for (size_t i = 0; i < c.workers.lcores.size(); ++i) {
@@ -949,6 +1039,8 @@ absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
            [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
              return ReadSection(k, v, p, {{"enabled", Bool(&config_.telemetry.enabled)}});
            }},
+          {"app_interface", [this](const YAML::Node& k, const YAML::Node& v,
+                                   const std::string& p) { return ReadAppInterface(k, v, p); }},
       });
   if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
   return std::move(config_);
@@ -1098,6 +1190,18 @@ std::string DescribeConfig(const Config& c) {
                   " pending packets per address, retry ", c.arp.retry_ms, " ms\n");
   absl::StrAppend(&out, "  logging: ", Name(c.logging.level), "; telemetry: ",
                   c.telemetry.enabled ? "enabled" : "disabled", "\n");
+  const AppInterfaceConfig& ai = c.app_interface;
+  if (ai.enabled) {
+    absl::StrAppendFormat(&out,
+                          "  app interface: %s/%s.sock mode %04o, %u sessions, per session %u QPs "
+                          "%u CQs %u MRs %u MiB, queues <= %u, %u STags\n",
+                          ai.socket_dir, c.eal.file_prefix, ai.socket_mode, ai.max_sessions,
+                          ai.max_qps_per_session, ai.max_cqs_per_session, ai.max_mrs_per_session,
+                          ai.max_registered_mb_per_session, ai.max_queue_depth,
+                          ai.stag_table_size);
+  } else {
+    out += "  app interface: disabled\n";
+  }
   return out;
 }
 
@@ -1141,6 +1245,20 @@ std::string FormatConfigYaml(const Config& c) {
                   "\n  retry_ms: ", c.arp.retry_ms, "\n");
   absl::StrAppend(&out, "logging:\n  level: ", Name(c.logging.level), "\n");
   absl::StrAppend(&out, "telemetry:\n  enabled: ", c.telemetry.enabled ? "true" : "false", "\n");
+  const AppInterfaceConfig& ai = c.app_interface;
+  absl::StrAppend(&out, "app_interface:\n  enabled: ", ai.enabled ? "true" : "false",
+                  "\n  socket_dir: ");
+  AppendYamlString(&out, ai.socket_dir);
+  absl::StrAppendFormat(&out, "\n  socket_mode: \"%04o\"\n", ai.socket_mode);
+  absl::StrAppend(&out, "  allowed_uids: [", absl::StrJoin(ai.allowed_uids, ", "), "]\n",
+                  "  max_sessions: ", ai.max_sessions, "\n",
+                  "  max_qps_per_session: ", ai.max_qps_per_session, "\n",
+                  "  max_cqs_per_session: ", ai.max_cqs_per_session, "\n",
+                  "  max_mrs_per_session: ", ai.max_mrs_per_session, "\n",
+                  "  max_registered_mb_per_session: ", ai.max_registered_mb_per_session, "\n",
+                  "  max_queue_depth: ", ai.max_queue_depth, "\n",
+                  "  event_queue_depth: ", ai.event_queue_depth, "\n",
+                  "  stag_table_size: ", ai.stag_table_size, "\n");
   return out;
 }
 

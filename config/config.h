@@ -109,6 +109,25 @@ struct TelemetryConfig {
   friend bool operator==(const TelemetryConfig&, const TelemetryConfig&) = default;
 };
 
+// Application interface (libiwarp sessions over a UNIX socket and shared
+// memory). The socket is SOCKET_DIR/FILE_PREFIX.sock (eal.file_prefix).
+struct AppInterfaceConfig {
+  bool enabled = true;
+  std::string socket_dir = "/run/iwarpd";  // absolute; created if missing
+  uint32_t socket_mode = 0660;             // permissions of the socket file
+  std::vector<uint32_t> allowed_uids;      // SO_PEERCRED allow-list; empty = any
+  uint32_t max_sessions = 64;
+  uint32_t max_qps_per_session = 256;
+  uint32_t max_cqs_per_session = 256;
+  uint32_t max_mrs_per_session = 4096;
+  uint32_t max_registered_mb_per_session = 1024;
+  uint32_t max_queue_depth = 4096;         // SQ/RQ/CQ entries, power of two
+  uint32_t event_queue_depth = 64;         // per session, power of two
+  uint32_t stag_table_size = 65536;        // STag slots for the whole daemon
+
+  friend bool operator==(const AppInterfaceConfig&, const AppInterfaceConfig&) = default;
+};
+
 struct Config {
   int version = kSchemaVersion;
   std::string source;  // file the config came from ("<string>" for tests)
@@ -120,6 +139,7 @@ struct Config {
   ArpConfig arp;
   LoggingConfig logging;
   TelemetryConfig telemetry;
+  AppInterfaceConfig app_interface;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

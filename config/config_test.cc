@@ -183,7 +183,9 @@ TEST(ConfigDescribe, DefaultExample) {
             "  mempools: 8191 mbufs per port, cache 256, data room 2176 bytes\n"
             "  arp: 1024 entries per worker, timeout 300 s, 64 pending packets per address,"
             " retry 1000 ms\n"
-            "  logging: info; telemetry: enabled\n");
+            "  logging: info; telemetry: enabled\n"
+            "  app interface: /run/iwarpd/iwarpd.sock mode 0660, 64 sessions, per session 256 QPs"
+            " 256 CQs 4096 MRs 1024 MiB, queues <= 4096, 65536 STags\n");
 }
 
 TEST(ConfigStrings, Names) {
@@ -234,7 +236,7 @@ TEST(ConfigErrors, FileNameAppearsInErrors) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
             path + ":2:1: portz: unknown key; allowed keys: version, eal, ports, interfaces, "
-                   "workers, mempools, arp, logging, telemetry (did you mean 'ports'?)");
+                   "workers, mempools, arp, logging, telemetry, app_interface (did you mean 'ports'?)");
   std::remove(path.c_str());
 }
 
@@ -296,10 +298,10 @@ TEST(ConfigErrors, Version) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   EXPECT_EQ(Error2("telemetri: {}\n"),
             "t.yaml:7:1: telemetri: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry (did you mean 'telemetry'?)");
+            "workers, mempools, arp, logging, telemetry, app_interface (did you mean 'telemetry'?)");
   EXPECT_EQ(Error2("zzz: 1\n"),
             "t.yaml:7:1: zzz: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry");
+            "workers, mempools, arp, logging, telemetry, app_interface");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -582,12 +584,72 @@ TEST(ConfigErrors, Telemetry) {
             "'key: value' lines with keys enabled");
 }
 
+TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
+  absl::StatusOr<Config> c = LoadConfigString(kMinimal);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->app_interface, AppInterfaceConfig{});
+  EXPECT_TRUE(c->app_interface.enabled);
+  EXPECT_EQ(c->app_interface.socket_dir, "/run/iwarpd");
+  absl::StatusOr<Config> r = LoadConfigFile(ExamplesDir() + "/reference.yaml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->app_interface.allowed_uids, (std::vector<uint32_t>{0, 1000}));
+  EXPECT_EQ(r->app_interface.socket_mode, 0660u);
+  absl::StatusOr<Config> e = LoadConfigString(
+      std::string(kMinimal) +
+      "app_interface: {enabled: false, socket_dir: /tmp/x, socket_mode: \"0600\","
+      " allowed_uids: [7], max_sessions: 3, max_qps_per_session: 4, max_cqs_per_session: 5,"
+      " max_mrs_per_session: 6, max_registered_mb_per_session: 7, max_queue_depth: 32,"
+      " event_queue_depth: 8, stag_table_size: 100}\n");
+  ASSERT_TRUE(e.ok()) << e.status();
+  const AppInterfaceConfig& a = e->app_interface;
+  EXPECT_FALSE(a.enabled);
+  EXPECT_EQ(a.socket_dir, "/tmp/x");
+  EXPECT_EQ(a.socket_mode, 0600u);
+  EXPECT_EQ(a.allowed_uids, std::vector<uint32_t>{7});
+  EXPECT_EQ(a.max_sessions, 3u);
+  EXPECT_EQ(a.max_qps_per_session, 4u);
+  EXPECT_EQ(a.max_cqs_per_session, 5u);
+  EXPECT_EQ(a.max_mrs_per_session, 6u);
+  EXPECT_EQ(a.max_registered_mb_per_session, 7u);
+  EXPECT_EQ(a.max_queue_depth, 32u);
+  EXPECT_EQ(a.event_queue_depth, 8u);
+  EXPECT_EQ(a.stag_table_size, 100u);
+  // Round trip through the formatter.
+  absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*e));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->app_interface, a);
+}
+
+TEST(ConfigErrors, AppInterface) {
+  EXPECT_EQ(Error2("app_interface:\n  socket_dir: run/iwarpd\n"),
+            "t.yaml:8:15: app_interface.socket_dir: 'run/iwarpd' is not usable; allowed: an "
+            "absolute directory path of at most 36 printable characters without spaces, e.g. "
+            "/run/iwarpd");
+  EXPECT_EQ(Error2("app_interface:\n  socket_mode: 660\n"),
+            "t.yaml:8:16: app_interface.socket_mode: '660' is not a socket mode; allowed: a "
+            "quoted octal mode from \"0600\" to \"0777\", e.g. \"0660\"");
+  EXPECT_EQ(Error2("app_interface:\n  socket_mode: \"0460\"\n"),
+            "t.yaml:8:16: app_interface.socket_mode: '0460' is not a socket mode; allowed: a "
+            "quoted octal mode from \"0600\" to \"0777\", e.g. \"0660\"");
+  EXPECT_EQ(Error2("app_interface:\n  max_queue_depth: 100\n"),
+            "t.yaml:8:20: app_interface.max_queue_depth: 100 is not a power of two; allowed: a "
+            "power of two from 16 to 65536");
+  EXPECT_EQ(Error2("app_interface:\n  stag_table_size: 16777216\n"),
+            "t.yaml:8:20: app_interface.stag_table_size: 16777216 is out of range; allowed: an "
+            "integer from 16 to 16777215");
+  EXPECT_EQ(Error2("app_interface:\n  max_sessions: 0\n"),
+            "t.yaml:8:17: app_interface.max_sessions: 0 is out of range; allowed: an integer "
+            "from 1 to 4096");
+  EXPECT_NE(Error2("app_interface:\n  allowed_uids: [-1]\n"), "");
+  EXPECT_NE(Error2("app_interface:\n  socket_path: /x\n"), "");
+}
+
 // ---- hostile input stays on one line ----
 
 TEST(ConfigErrors, HostileTextIsEscaped) {
   EXPECT_EQ(Error2("\"bad\\nkey\": 1\n"),
             "t.yaml:7:1: bad\\nkey: unknown key; allowed keys: version, eal, ports, "
-            "interfaces, workers, mempools, arp, logging, telemetry");
+            "interfaces, workers, mempools, arp, logging, telemetry, app_interface");
   std::string msg = Error2("logging: {level: \"" + std::string(100, 'x') + "\\u0001\"}\n");
   EXPECT_EQ(msg, "t.yaml:7:18: logging.level: '" + std::string(48, 'x') +
                      "...' is not a known value; allowed: error, warning, notice, info, debug");

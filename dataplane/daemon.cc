@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dataplane/app_interface.h"
 #include "dataplane/l3/ipv4.h"
 #include "dataplane/log.h"
 #include "dataplane/port.h"
@@ -116,6 +117,14 @@ absl::Status Serve(const config::Config& cfg) {
                                               " failed: ", rte_strerror(-rc)));
     }
     rt.launched = true;
+  }
+  // Applications (libiwarp) connect once the data plane runs. Declared after
+  // `rt`, so it stops first: sessions end before the workers and ports.
+  AppInterfaceHost app_interface;
+  if (cfg.app_interface.enabled) {
+    if (absl::Status s = app_interface.Start(cfg); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("app interface: ", s.message()));
+    }
   }
   LogInfo("running; SIGINT or SIGTERM stops");
 

@@ -1,0 +1,1216 @@
+#include "appif/session_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace iwarp::appif {
+
+namespace {
+constexpr uint32_t kBurst = 32;
+// epoll user data: sessions carry their socket fd; these tag the others.
+constexpr uint64_t kTagListen = 1ull << 40;
+constexpr uint64_t kTagDoorbell = 2ull << 40;
+constexpr uint64_t kFdMask = (1ull << 32) - 1;
+
+uint32_t RoundUpPow2(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v && p < (1u << 31)) p <<= 1;
+  return p;
+}
+
+void Ring(int eventfd) {
+  if (eventfd < 0) return;
+  const uint64_t one = 1;
+  // A full counter (EAGAIN) still means "readable": nothing is lost.
+  [[maybe_unused]] const ssize_t n = write(eventfd, &one, sizeof(one));
+}
+
+void Drain(int eventfd) {
+  uint64_t v;
+  [[maybe_unused]] const ssize_t n = read(eventfd, &v, sizeof(v));
+}
+
+// RFC 5040 7.4.1 code for a Read Request whose source failed the RFC 5041
+// tagged checks (RDMAP reports them as remote protection errors).
+rdmap::TerminateCode ReadSourceCode(ddp::DdpError e) {
+  switch (e) {
+    case ddp::DdpError::kTaggedBaseBounds: return rdmap::codes::kBaseBounds;
+    case ddp::DdpError::kTaggedStagNotAssociated: return rdmap::codes::kStagNotAssociated;
+    case ddp::DdpError::kTaggedToWrap: return rdmap::codes::kToWrap;
+    default: return rdmap::codes::kInvalidStag;
+  }
+}
+
+bool IsWriteOpcode(uint8_t op) { return op == static_cast<uint8_t>(WrOpcode::kRdmaWrite); }
+bool IsReadOpcode(uint8_t op) { return op == static_cast<uint8_t>(WrOpcode::kRdmaRead); }
+bool IsInvalidateOpcode(uint8_t op) {
+  return op == static_cast<uint8_t>(WrOpcode::kSendInvalidate) ||
+         op == static_cast<uint8_t>(WrOpcode::kSendSeInvalidate);
+}
+bool IsSolicitedOpcode(uint8_t op) {
+  return op == static_cast<uint8_t>(WrOpcode::kSendSe) ||
+         op == static_cast<uint8_t>(WrOpcode::kSendSeInvalidate);
+}
+}  // namespace
+
+// ---- objects -----------------------------------------------------------------
+
+struct SessionServer::Counters {
+  std::atomic<uint64_t> sessions_opened{0}, sessions_closed{0}, sessions_refused{0},
+      sessions_active{0}, pds_active{0}, mrs_active{0}, cqs_active{0}, qps_active{0},
+      stags_in_use{0}, registered_bytes{0}, mapped_bytes{0}, connections{0}, wrs_completed{0},
+      wrs_failed{0}, wrs_flushed{0}, bytes_moved{0}, events_posted{0}, events_dropped{0},
+      ring_corruptions{0}, requests_failed{0}, doorbells{0};
+};
+
+namespace {
+void Add(std::atomic<uint64_t>& c, uint64_t v) { c.store(c.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
+void Sub(std::atomic<uint64_t>& c, uint64_t v) { c.store(c.load(std::memory_order_relaxed) - v, std::memory_order_relaxed); }
+}  // namespace
+
+struct SessionServer::Mr {
+  uint32_t stag = 0;
+  uint32_t pd = 0;
+  uint64_t length = 0;
+  Mapping map;
+};
+
+struct SessionServer::Cq {
+  uint32_t id = 0;
+  Session* owner = nullptr;
+  Mapping shm;
+  SpscRing<Cqe> ring;
+  UniqueFd eventfd;
+  uint32_t users = 0;  // QPs completing into it
+  bool touched = false;
+};
+
+enum class QpState : uint8_t { kIdle, kConnecting, kConnected, kError };
+
+struct SessionServer::Qp {
+  uint32_t id = 0;
+  Session* owner = nullptr;
+  uint32_t pd = 0;
+  Cq* scq = nullptr;
+  Cq* rcq = nullptr;
+  Mapping shm;
+  SpscRing<Sqe> sq;
+  SpscRing<Rqe> rq;
+  QpState state = QpState::kIdle;
+  Qp* peer = nullptr;
+  uint32_t request_id = 0;  // while connecting
+};
+
+struct SessionServer::Listener {
+  uint32_t id = 0;
+  Session* owner = nullptr;
+  uint32_t ipv4 = 0;
+  uint16_t port = 0;
+};
+
+struct SessionServer::ConnRequest {
+  uint32_t id = 0;
+  Qp* initiator = nullptr;
+  Listener* listener = nullptr;
+};
+
+struct SessionServer::Session {
+  uint32_t id = 0;
+  UniqueFd sock;
+  ucred cred{};
+  bool opened = false;
+  UniqueFd doorbell;  // app -> daemon
+  UniqueFd eventfd;   // daemon -> app (event ring)
+  Mapping eq_shm;
+  SpscRing<Event> eq;
+  std::set<uint32_t> pds;
+  std::map<uint32_t, std::unique_ptr<Mr>> mrs;  // by STag
+  std::map<uint32_t, std::unique_ptr<Cq>> cqs;
+  std::map<uint32_t, std::unique_ptr<Qp>> qps;
+  std::set<uint32_t> listeners;
+  uint64_t registered_bytes = 0;
+  std::string last_error;
+};
+
+// ---- lifecycle -----------------------------------------------------------------
+
+SessionServer::SessionServer(SessionServerOptions options)
+    : options_(std::move(options)),
+      stags_(options_.stag_table_size),
+      counters_(std::make_unique<Counters>()) {}
+
+SessionServer::~SessionServer() {
+  while (!sessions_.empty()) CloseSession(sessions_.begin()->second.get(), "server shutdown");
+  if (listen_fd_.valid()) unlink(options_.socket_path.c_str());
+}
+
+absl::StatusOr<std::unique_ptr<SessionServer>> SessionServer::Create(SessionServerOptions options) {
+  if (options.socket_path.empty() || options.socket_path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return absl::InvalidArgumentError("socket path empty or longer than sun_path");
+  }
+  if (options.max_queue_depth == 0 || options.event_queue_depth == 0 ||
+      options.stag_table_size == 0 || options.stag_table_size > ddp::kStagMaxIndex) {
+    return absl::InvalidArgumentError("queue depths and STag table size must be positive");
+  }
+  options.max_queue_depth = RoundUpPow2(options.max_queue_depth);
+  options.event_queue_depth = RoundUpPow2(options.event_queue_depth);
+  std::unique_ptr<SessionServer> s(new SessionServer(std::move(options)));
+  if (absl::Status st = s->Listen(); !st.ok()) return st;
+  return s;
+}
+
+void SessionServer::Log(std::string_view line) const {
+  if (options_.log) options_.log(line);
+}
+
+absl::Status SessionServer::Listen() {
+  epoll_fd_.Reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_fd_.valid()) return absl::ErrnoToStatus(errno, "epoll_create1");
+  listen_fd_.Reset(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listen_fd_.valid()) return absl::ErrnoToStatus(errno, "socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, options_.socket_path.data(), options_.socket_path.size());
+  // A socket file whose server still answers belongs to a live daemon: refuse
+  // rather than steal it. A stale one (crashed daemon) is replaced.
+  {
+    UniqueFd probe(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (probe.valid() &&
+        connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(options_.socket_path, " is served by another running daemon"));
+    }
+  }
+  unlink(options_.socket_path.c_str());
+  if (bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("bind ", options_.socket_path));
+  }
+  if (chmod(options_.socket_path.c_str(), options_.socket_mode) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("chmod ", options_.socket_path));
+  }
+  if (listen(listen_fd_.get(), 64) != 0) return absl::ErrnoToStatus(errno, "listen");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagListen | static_cast<uint32_t>(listen_fd_.get());
+  if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev) != 0) {
+    return absl::ErrnoToStatus(errno, "epoll_ctl");
+  }
+  touched_cqs_.reserve(1024);
+  Log(absl::StrCat("app interface listening on ", options_.socket_path));
+  return absl::OkStatus();
+}
+
+SessionServerStats SessionServer::stats() const {
+  const Counters& c = *counters_;
+  SessionServerStats s;
+  auto r = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  s.sessions_opened = r(c.sessions_opened);
+  s.sessions_closed = r(c.sessions_closed);
+  s.sessions_refused = r(c.sessions_refused);
+  s.sessions_active = r(c.sessions_active);
+  s.pds_active = r(c.pds_active);
+  s.mrs_active = r(c.mrs_active);
+  s.cqs_active = r(c.cqs_active);
+  s.qps_active = r(c.qps_active);
+  s.stags_in_use = r(c.stags_in_use);
+  s.registered_bytes = r(c.registered_bytes);
+  s.mapped_bytes = r(c.mapped_bytes);
+  s.connections = r(c.connections);
+  s.wrs_completed = r(c.wrs_completed);
+  s.wrs_failed = r(c.wrs_failed);
+  s.wrs_flushed = r(c.wrs_flushed);
+  s.bytes_moved = r(c.bytes_moved);
+  s.events_posted = r(c.events_posted);
+  s.events_dropped = r(c.events_dropped);
+  s.ring_corruptions = r(c.ring_corruptions);
+  s.requests_failed = r(c.requests_failed);
+  s.doorbells = r(c.doorbells);
+  return s;
+}
+
+// ---- control path ----------------------------------------------------------------
+
+int SessionServer::PollControl(int timeout_ms) {
+  epoll_event evs[32];
+  const int n = epoll_wait(epoll_fd_.get(), evs, 32, timeout_ms);
+  if (n <= 0) return 0;
+  // Collect first: handling one session may close another (loopback peers).
+  int handled = 0;
+  std::vector<int> ready;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t tag = evs[i].data.u64 & ~kFdMask;
+    const int fd = static_cast<int>(evs[i].data.u64 & kFdMask);
+    if (tag == kTagListen) {
+      AcceptSessions();
+    } else if (tag == kTagDoorbell) {
+      Drain(fd);
+      Add(counters_->doorbells, 1);
+    } else {
+      ready.push_back(fd);
+    }
+    ++handled;
+  }
+  for (int fd : ready) {
+    auto it = sessions_.find(fd);
+    if (it != sessions_.end()) HandleSession(it->second.get());
+  }
+  return handled;
+}
+
+void SessionServer::AcceptSessions() {
+  for (;;) {
+    const int fd = accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    UniqueFd sock(fd);
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      Add(counters_->sessions_refused, 1);
+      Log("app interface: SO_PEERCRED failed; connection refused");
+      continue;
+    }
+    if (!options_.allowed_uids.empty() &&
+        std::find(options_.allowed_uids.begin(), options_.allowed_uids.end(), cred.uid) ==
+            options_.allowed_uids.end()) {
+      Add(counters_->sessions_refused, 1);
+      Log(absl::StrFormat("app interface: uid %u (pid %d) not in allowed_uids; refused", cred.uid,
+                          cred.pid));
+      continue;
+    }
+    if (sessions_.size() >= options_.max_sessions) {
+      Add(counters_->sessions_refused, 1);
+      Log(absl::StrFormat("app interface: max_sessions %u reached; pid %d refused",
+                          options_.max_sessions, cred.pid));
+      continue;
+    }
+    auto s = std::make_unique<Session>();
+    s->id = next_id_++;
+    s->cred = cred;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = static_cast<uint32_t>(fd);
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) continue;
+    s->sock = std::move(sock);
+    Log(absl::StrFormat("app interface: session %u connected: pid %d uid %u gid %u", s->id,
+                        cred.pid, cred.uid, cred.gid));
+    Add(counters_->sessions_opened, 1);
+    Add(counters_->sessions_active, 1);
+    sessions_.emplace(fd, std::move(s));
+  }
+}
+
+void SessionServer::HandleSession(Session* s) {
+  for (int i = 0; i < 16; ++i) {
+    Message req;
+    int fds[kMaxFds];
+    int nfds = 0;
+    const long n = RecvMessage(s->sock.get(), &req, fds, &nfds);
+    if (n == -EAGAIN) return;
+    if (n == 0) {
+      CloseSession(s, "application closed the session");
+      return;
+    }
+    if (n < 0 && n != -EBADMSG) {
+      CloseSession(s, "socket error");
+      return;
+    }
+    if (n == -EBADMSG || static_cast<size_t>(n) < sizeof(MsgHeader)) {
+      Message resp;
+      resp.hdr.op = req.hdr.op;
+      resp.hdr.seq = req.hdr.seq;
+      resp.hdr.error = EBADMSG;
+      Add(counters_->requests_failed, 1);
+      SendMessage(s->sock.get(), resp, nullptr, 0);
+      continue;
+    }
+    Dispatch(s, req, static_cast<size_t>(n), fds, nfds);
+  }
+}
+
+void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fds, int nfds) {
+  Message resp;
+  resp.hdr.op = req.hdr.op;
+  resp.hdr.seq = req.hdr.seq;
+  UniqueFd out_fd;
+  s->last_error.clear();
+  int err = 0;
+  IdReq idr;
+  const Op op = static_cast<Op>(req.hdr.op);
+  if (!s->opened && op != Op::kOpen) {
+    err = EPROTO;
+    s->last_error = "session not opened";
+  } else {
+    switch (op) {
+      case Op::kOpen:
+        err = DoOpen(s, req, len, fds, nfds, &resp, &out_fd);
+        nfds = 0;  // consumed
+        break;
+      case Op::kAllocPd: {
+        const uint32_t pd = next_id_++;
+        s->pds.insert(pd);
+        Add(counters_->pds_active, 1);
+        SetBody(&resp, IdResp{pd});
+        break;
+      }
+      case Op::kDeallocPd:
+        if (!GetBody(req, len, &idr) || s->pds.count(idr.id) == 0) {
+          err = ENOENT;
+          break;
+        }
+        for (const auto& [stag, mr] : s->mrs) {
+          if (mr->pd == idr.id) err = EBUSY;
+        }
+        for (const auto& [id, qp] : s->qps) {
+          if (qp->pd == idr.id) err = EBUSY;
+        }
+        if (err == 0) {
+          s->pds.erase(idr.id);
+          Sub(counters_->pds_active, 1);
+        } else {
+          s->last_error = "protection domain still has memory regions or QPs";
+        }
+        break;
+      case Op::kRegMr:
+        err = DoRegMr(s, req, len, fds, nfds, &resp);
+        nfds = 0;
+        break;
+      case Op::kDeregMr: {
+        if (!GetBody(req, len, &idr)) {
+          err = EINVAL;
+          break;
+        }
+        auto it = s->mrs.find(idr.id);
+        if (it == s->mrs.end()) {
+          err = ENOENT;
+          s->last_error = "no memory region of this session under that STag";
+          break;
+        }
+        stags_.Deregister(it->second->stag, it->second->pd);
+        s->registered_bytes -= it->second->length;
+        Sub(counters_->registered_bytes, it->second->length);
+        Sub(counters_->mapped_bytes, it->second->map.mapped_bytes());
+        Sub(counters_->mrs_active, 1);
+        Sub(counters_->stags_in_use, 1);
+        s->mrs.erase(it);
+        break;
+      }
+      case Op::kInvalidate: {
+        if (!GetBody(req, len, &idr) || s->mrs.count(idr.id) == 0) {
+          err = ENOENT;
+          break;
+        }
+        const auto st = stags_.Invalidate(idr.id, s->mrs[idr.id]->pd, /*remote=*/false);
+        if (st != ddp::StagStatus::kOk) {
+          err = EINVAL;
+          s->last_error = std::string(ddp::StagStatusName(st));
+        }
+        break;
+      }
+      case Op::kCreateCq:
+        err = DoCreateCq(s, req, len, fds, nfds, &resp, &out_fd);
+        nfds = 0;
+        break;
+      case Op::kDestroyCq: {
+        if (!GetBody(req, len, &idr) || s->cqs.count(idr.id) == 0) {
+          err = ENOENT;
+          break;
+        }
+        Cq* cq = s->cqs[idr.id].get();
+        if (cq->users != 0) {
+          err = EBUSY;
+          s->last_error = "CQ still used by a QP";
+          break;
+        }
+        Sub(counters_->mapped_bytes, cq->shm.mapped_bytes());
+        Sub(counters_->cqs_active, 1);
+        s->cqs.erase(idr.id);
+        break;
+      }
+      case Op::kCreateQp:
+        err = DoCreateQp(s, req, len, &resp, &out_fd);
+        break;
+      case Op::kDestroyQp:
+        if (!GetBody(req, len, &idr) || s->qps.count(idr.id) == 0) {
+          err = ENOENT;
+          break;
+        }
+        DestroyQp(s, s->qps[idr.id].get());
+        break;
+      case Op::kListen: {
+        ListenReq lr;
+        if (!GetBody(req, len, &lr) || lr.port == 0) {
+          err = EINVAL;
+          break;
+        }
+        for (const auto& [id, l] : listeners_) {
+          if (l->port == lr.port && (l->ipv4 == 0 || lr.ipv4 == 0 || l->ipv4 == lr.ipv4)) {
+            err = EADDRINUSE;
+          }
+        }
+        if (err != 0) break;
+        auto* l = new Listener{next_id_++, s, lr.ipv4, lr.port};
+        listeners_.emplace(l->id, l);
+        s->listeners.insert(l->id);
+        SetBody(&resp, IdResp{l->id});
+        break;
+      }
+      case Op::kUnlisten:
+        if (!GetBody(req, len, &idr) || s->listeners.count(idr.id) == 0) {
+          err = ENOENT;
+          break;
+        }
+        DestroyListener(listeners_[idr.id]);
+        break;
+      case Op::kConnect:
+        err = DoConnect(s, req, len, &resp);
+        break;
+      case Op::kAccept:
+        err = DoAccept(s, req, len, &resp);
+        break;
+      case Op::kReject:
+        err = DoReject(s, req, len, &resp);
+        break;
+      case Op::kDisconnect:
+        if (!GetBody(req, len, &idr) || s->qps.count(idr.id) == 0) {
+          err = ENOENT;
+          break;
+        }
+        if (s->qps[idr.id]->state != QpState::kConnected) {
+          err = ENOTCONN;
+          break;
+        }
+        Disconnect(s->qps[idr.id].get(), 0);
+        break;
+      default:
+        err = EOPNOTSUPP;
+        break;
+    }
+  }
+  for (int i = 0; i < nfds; ++i) close(fds[i]);  // not consumed by the request
+  resp.hdr.error = err;
+  if (err != 0) {
+    Add(counters_->requests_failed, 1);
+    if (s->last_error.empty()) s->last_error = strerror(err);
+    const size_t n = std::min(s->last_error.size(), kMaxErrorText - 1);
+    std::memset(resp.body, 0, kMaxErrorText);
+    std::memcpy(resp.body, s->last_error.data(), n);
+    resp.hdr.body_len = static_cast<uint32_t>(n + 1);
+  }
+  int out = out_fd.get();
+  SendMessage(s->sock.get(), resp, &out, (err == 0 && out_fd.valid()) ? 1 : 0);
+}
+
+int SessionServer::DoOpen(Session* s, const Message& req, size_t len, int* fds, int nfds,
+                          Message* resp, UniqueFd* out_fd) {
+  UniqueFd doorbell(nfds > 0 ? fds[0] : -1), evfd(nfds > 1 ? fds[1] : -1);
+  OpenReq r;
+  if (s->opened) return EALREADY;
+  if (!GetBody(req, len, &r) || nfds != 2) {
+    s->last_error = "open needs OpenReq and two eventfds";
+    return EINVAL;
+  }
+  if (r.abi_version != kAbiVersion) {
+    s->last_error = absl::StrFormat("ABI version %u, daemon speaks %u", r.abi_version, kAbiVersion);
+    return EPROTONOSUPPORT;
+  }
+  // Both must be eventfds: the daemon writes 8 bytes to one and reads the other.
+  uint64_t probe = 0;
+  if (write(evfd.get(), &probe, sizeof(probe)) != sizeof(probe)) {
+    s->last_error = "event descriptor is not an eventfd";
+    return EINVAL;
+  }
+  const int fl = fcntl(doorbell.get(), F_GETFL);
+  if (fl < 0 || fcntl(doorbell.get(), F_SETFL, fl | O_NONBLOCK) != 0) return EINVAL;
+  const uint32_t depth = RoundUpPow2(std::clamp<uint32_t>(
+      r.event_depth == 0 ? options_.event_queue_depth : r.event_depth, 4,
+      options_.event_queue_depth));
+  auto shm = Mapping::CreateMemfd("iwarp-events", RingBytes<Event>(depth));
+  if (!shm.ok()) return ENOMEM;
+  s->eq_shm = std::move(*shm);
+  s->eq = SpscRing<Event>(s->eq_shm.data(), depth);
+  s->eq.Init();
+  Add(counters_->mapped_bytes, s->eq_shm.mapped_bytes());
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kTagDoorbell | static_cast<uint32_t>(doorbell.get());
+  if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, doorbell.get(), &ev) != 0) return errno;
+  s->doorbell = std::move(doorbell);
+  s->eventfd = std::move(evfd);
+  s->opened = true;
+  out_fd->Reset(dup(s->eq_shm.fd()));
+  SetBody(resp, OpenResp{s->id, depth, RingBytes<Event>(depth)});
+  return 0;
+}
+
+int SessionServer::DoRegMr(Session* s, const Message& req, size_t len, int* fds, int nfds,
+                           Message* resp) {
+  UniqueFd fd(nfds > 0 ? fds[0] : -1);
+  for (int i = 1; i < nfds; ++i) close(fds[i]);
+  RegMrReq r;
+  if (!GetBody(req, len, &r) || nfds != 1) {
+    s->last_error = "register needs RegMrReq and one memfd";
+    return EINVAL;
+  }
+  if (s->pds.count(r.pd) == 0) {
+    s->last_error = "no such protection domain in this session";
+    return ENOENT;
+  }
+  if ((r.access & ~uint32_t{ddp::kAccessAll}) != 0 || r.length == 0 || r.va + r.length < r.va) {
+    s->last_error = "bad access flags, zero length or address range wraps";
+    return EINVAL;
+  }
+  if (s->mrs.size() >= options_.max_mrs_per_session) {
+    s->last_error = "max_mrs_per_session reached";
+    return EDQUOT;
+  }
+  if (r.length > options_.max_registered_bytes_per_session - s->registered_bytes) {
+    s->last_error = "max_registered_bytes_per_session reached";
+    return EDQUOT;
+  }
+  auto map = Mapping::MapForeign(fd.get(), r.offset, r.length);
+  if (!map.ok()) {
+    s->last_error = std::string(map.status().message());
+    return EINVAL;
+  }
+  auto mr = std::make_unique<Mr>();
+  mr->pd = r.pd;
+  mr->length = r.length;
+  mr->map = std::move(*map);
+  ddp::TaggedRegion region;
+  region.base_to = r.va;
+  region.length = r.length;
+  region.access = static_cast<uint8_t>(r.access);
+  region.pd = r.pd;
+  region.handle = reinterpret_cast<uintptr_t>(mr.get());
+  auto stag = stags_.Register(region, r.remote_invalidate != 0);
+  if (!stag.ok()) {
+    s->last_error = "STag table full";
+    return ENOSPC;
+  }
+  mr->stag = *stag;
+  s->registered_bytes += r.length;
+  Add(counters_->registered_bytes, r.length);
+  Add(counters_->mapped_bytes, mr->map.mapped_bytes());
+  Add(counters_->mrs_active, 1);
+  Add(counters_->stags_in_use, 1);
+  s->mrs.emplace(*stag, std::move(mr));
+  SetBody(resp, IdResp{*stag});
+  return 0;
+}
+
+int SessionServer::DoCreateCq(Session* s, const Message& req, size_t len, int* fds, int nfds,
+                              Message* resp, UniqueFd* out_fd) {
+  UniqueFd evfd(nfds > 0 ? fds[0] : -1);
+  for (int i = 1; i < nfds; ++i) close(fds[i]);
+  CreateCqReq r;
+  if (!GetBody(req, len, &r) || nfds != 1 || r.depth == 0 || r.depth > options_.max_queue_depth) {
+    s->last_error = "CQ needs a depth in 1..max_queue_depth and an eventfd";
+    return EINVAL;
+  }
+  if (s->cqs.size() >= options_.max_cqs_per_session) {
+    s->last_error = "max_cqs_per_session reached";
+    return EDQUOT;
+  }
+  uint64_t probe = 0;
+  if (write(evfd.get(), &probe, sizeof(probe)) != sizeof(probe)) {
+    s->last_error = "CQ descriptor is not an eventfd";
+    return EINVAL;
+  }
+  const uint32_t depth = RoundUpPow2(r.depth);
+  auto shm = Mapping::CreateMemfd("iwarp-cq", RingBytes<Cqe>(depth));
+  if (!shm.ok()) return ENOMEM;
+  auto cq = std::make_unique<Cq>();
+  cq->id = next_id_++;
+  cq->owner = s;
+  cq->shm = std::move(*shm);
+  cq->ring = SpscRing<Cqe>(cq->shm.data(), depth);
+  cq->ring.Init();
+  cq->eventfd = std::move(evfd);
+  out_fd->Reset(dup(cq->shm.fd()));
+  SetBody(resp, CreateCqResp{cq->id, depth, RingBytes<Cqe>(depth)});
+  Add(counters_->mapped_bytes, cq->shm.mapped_bytes());
+  Add(counters_->cqs_active, 1);
+  s->cqs.emplace(cq->id, std::move(cq));
+  return 0;
+}
+
+int SessionServer::DoCreateQp(Session* s, const Message& req, size_t len, Message* resp,
+                              UniqueFd* out_fd) {
+  CreateQpReq r;
+  if (!GetBody(req, len, &r) || r.sq_depth == 0 || r.rq_depth == 0 ||
+      r.sq_depth > options_.max_queue_depth || r.rq_depth > options_.max_queue_depth) {
+    s->last_error = "QP depths must be in 1..max_queue_depth";
+    return EINVAL;
+  }
+  if (s->pds.count(r.pd) == 0 || s->cqs.count(r.send_cq) == 0 || s->cqs.count(r.recv_cq) == 0) {
+    s->last_error = "PD or CQ not of this session";
+    return ENOENT;
+  }
+  if (s->qps.size() >= options_.max_qps_per_session) {
+    s->last_error = "max_qps_per_session reached";
+    return EDQUOT;
+  }
+  QpLayout layout{RoundUpPow2(r.sq_depth), RoundUpPow2(r.rq_depth)};
+  auto shm = Mapping::CreateMemfd("iwarp-qp", layout.bytes());
+  if (!shm.ok()) return ENOMEM;
+  auto qp = std::make_unique<Qp>();
+  qp->id = next_id_++;
+  qp->owner = s;
+  qp->pd = r.pd;
+  qp->scq = s->cqs[r.send_cq].get();
+  qp->rcq = s->cqs[r.recv_cq].get();
+  qp->scq->users++;
+  qp->rcq->users++;
+  qp->shm = std::move(*shm);
+  qp->sq = SpscRing<Sqe>(qp->shm.data() + layout.sq_offset(), layout.sq_depth);
+  qp->rq = SpscRing<Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
+  qp->sq.Init();
+  qp->rq.Init();
+  out_fd->Reset(dup(qp->shm.fd()));
+  SetBody(resp, CreateQpResp{qp->id, layout.sq_depth, layout.rq_depth, 0, layout.bytes()});
+  Add(counters_->mapped_bytes, qp->shm.mapped_bytes());
+  Add(counters_->qps_active, 1);
+  s->qps.emplace(qp->id, std::move(qp));
+  RebuildPollList();
+  return 0;
+}
+
+int SessionServer::DoConnect(Session* s, const Message& req, size_t len, Message*) {
+  ConnectReq r;
+  if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData) return EINVAL;
+  auto it = s->qps.find(r.qp);
+  if (it == s->qps.end()) return ENOENT;
+  Qp* qp = it->second.get();
+  if (qp->state != QpState::kIdle) {
+    s->last_error = "QP is not idle";
+    return EISCONN;
+  }
+  Listener* target = nullptr;
+  for (const auto& [id, l] : listeners_) {
+    if (l->port == r.port && (l->ipv4 == 0 || r.ipv4 == 0 || l->ipv4 == r.ipv4)) target = l;
+  }
+  if (target == nullptr) {
+    // Only loopback exists until the iWARP engine places QPs on the wire.
+    s->last_error = "no listener of this daemon at that address (only loopback QPs so far)";
+    return ECONNREFUSED;
+  }
+  auto cr = std::make_unique<ConnRequest>();
+  cr->id = next_id_++;
+  cr->initiator = qp;
+  cr->listener = target;
+  qp->state = QpState::kConnecting;
+  qp->request_id = cr->id;
+  Event ev;
+  ev.type = static_cast<uint32_t>(EventType::kConnectRequest);
+  ev.listener_id = target->id;
+  ev.request_id = cr->id;
+  ev.private_data_len = r.private_data_len;
+  std::memcpy(ev.private_data, r.private_data, r.private_data_len);
+  requests_.emplace(cr->id, std::move(cr));
+  PostEvent(target->owner, ev);
+  return 0;
+}
+
+int SessionServer::DoAccept(Session* s, const Message& req, size_t len, Message*) {
+  AcceptReq r;
+  if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData) return EINVAL;
+  auto rit = requests_.find(r.request_id);
+  if (rit == requests_.end() || rit->second->listener->owner != s) {
+    s->last_error = "no pending connection request of this session with that id";
+    return ENOENT;
+  }
+  auto qit = s->qps.find(r.qp);
+  if (qit == s->qps.end()) return ENOENT;
+  Qp* qp = qit->second.get();
+  if (qp->state != QpState::kIdle) {
+    s->last_error = "accepting QP is not idle";
+    return EISCONN;
+  }
+  Qp* init = rit->second->initiator;
+  requests_.erase(rit);
+  init->request_id = 0;
+  qp->peer = init;
+  init->peer = qp;
+  qp->state = QpState::kConnected;
+  init->state = QpState::kConnected;
+  Add(counters_->connections, 1);
+  Event ev;
+  ev.type = static_cast<uint32_t>(EventType::kEstablished);
+  ev.qp_id = qp->id;
+  PostEvent(s, ev);
+  ev.qp_id = init->id;
+  ev.private_data_len = r.private_data_len;
+  std::memcpy(ev.private_data, r.private_data, r.private_data_len);
+  PostEvent(init->owner, ev);
+  return 0;
+}
+
+int SessionServer::DoReject(Session* s, const Message& req, size_t len, Message*) {
+  RejectReq r;
+  if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData) return EINVAL;
+  auto rit = requests_.find(r.request_id);
+  if (rit == requests_.end() || rit->second->listener->owner != s) return ENOENT;
+  Qp* init = rit->second->initiator;
+  requests_.erase(rit);
+  init->request_id = 0;
+  init->state = QpState::kIdle;
+  Event ev;
+  ev.type = static_cast<uint32_t>(EventType::kRejected);
+  ev.qp_id = init->id;
+  ev.reason = ECONNREFUSED;
+  ev.private_data_len = r.private_data_len;
+  std::memcpy(ev.private_data, r.private_data, r.private_data_len);
+  PostEvent(init->owner, ev);
+  return 0;
+}
+
+void SessionServer::DestroyListener(Listener* l) {
+  // Pending requests to it are refused.
+  for (auto it = requests_.begin(); it != requests_.end();) {
+    if (it->second->listener == l) {
+      Qp* init = it->second->initiator;
+      init->state = QpState::kIdle;
+      init->request_id = 0;
+      Event ev;
+      ev.type = static_cast<uint32_t>(EventType::kConnectError);
+      ev.qp_id = init->id;
+      ev.reason = ECONNREFUSED;
+      PostEvent(init->owner, ev);
+      it = requests_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  l->owner->listeners.erase(l->id);
+  listeners_.erase(l->id);
+  delete l;
+}
+
+void SessionServer::DestroyQp(Session* s, Qp* qp) {
+  if (qp->peer != nullptr) {
+    Qp* peer = qp->peer;
+    peer->peer = nullptr;
+    if (peer->state == QpState::kConnected) {
+      // RFC 5040 5.5: the stream ends; the survivor flushes what it had queued.
+      peer->state = QpState::kError;
+      Event ev;
+      ev.type = static_cast<uint32_t>(EventType::kDisconnected);
+      ev.qp_id = peer->id;
+      ev.reason = ECONNRESET;
+      PostEvent(peer->owner, ev);
+    }
+  }
+  if (qp->request_id != 0) requests_.erase(qp->request_id);
+  qp->scq->users--;
+  qp->rcq->users--;
+  Sub(counters_->mapped_bytes, qp->shm.mapped_bytes());
+  Sub(counters_->qps_active, 1);
+  s->qps.erase(qp->id);
+  RebuildPollList();
+}
+
+void SessionServer::CloseSession(Session* s, const char* why) {
+  Log(absl::StrFormat("app interface: session %u (pid %d) closed: %s; %u QPs, %u MRs released",
+                      s->id, s->cred.pid, why, s->qps.size(), s->mrs.size()));
+  while (!s->qps.empty()) DestroyQp(s, s->qps.begin()->second.get());
+  while (!s->listeners.empty()) DestroyListener(listeners_[*s->listeners.begin()]);
+  for (auto& [stag, mr] : s->mrs) {
+    stags_.Deregister(mr->stag, mr->pd);  // the STag can never match again
+    Sub(counters_->registered_bytes, mr->length);
+    Sub(counters_->mapped_bytes, mr->map.mapped_bytes());
+    Sub(counters_->mrs_active, 1);
+    Sub(counters_->stags_in_use, 1);
+  }
+  s->mrs.clear();
+  for (auto& [id, cq] : s->cqs) {
+    Sub(counters_->mapped_bytes, cq->shm.mapped_bytes());
+    Sub(counters_->cqs_active, 1);
+  }
+  s->cqs.clear();
+  Sub(counters_->pds_active, s->pds.size());
+  if (s->eq.valid()) Sub(counters_->mapped_bytes, s->eq_shm.mapped_bytes());
+  if (s->doorbell.valid()) epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, s->doorbell.get(), nullptr);
+  epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, s->sock.get(), nullptr);
+  Add(counters_->sessions_closed, 1);
+  Sub(counters_->sessions_active, 1);
+  sessions_.erase(s->sock.get());
+}
+
+void SessionServer::RebuildPollList() {
+  poll_list_.clear();
+  for (const auto& [fd, s] : sessions_) {
+    for (const auto& [id, qp] : s->qps) poll_list_.push_back(qp.get());
+  }
+}
+
+// ---- events and completions ------------------------------------------------------
+
+void SessionServer::PostEvent(Session* s, const Event& ev) {
+  if (!s->eq.valid() || !s->eq.Push(ev)) {
+    Add(counters_->events_dropped, 1);
+    return;
+  }
+  Add(counters_->events_posted, 1);
+  if (s->eq.TakeWakeRequest()) Ring(s->eventfd.get());
+}
+
+bool SessionServer::PostCqe(Cq* cq, const Cqe& cqe) {
+  if (!cq->ring.Push(cqe)) return false;
+  if (!cq->touched) {
+    cq->touched = true;
+    touched_cqs_.push_back(cq);  // capacity reserved: no allocation in steady state
+  }
+  return true;
+}
+
+void SessionServer::WakeCq(Cq* cq) {
+  if (cq->ring.TakeWakeRequest()) Ring(cq->eventfd.get());
+}
+
+// ---- data path ----------------------------------------------------------------------
+
+namespace {
+
+struct Segment {
+  uint8_t* ptr;
+  uint32_t length;
+};
+
+// Resolves an SG list against regions of `pd` (local access, RFC 5042 5.1:
+// the lkey's region must belong to the QP's PD). Returns kSuccess and fills
+// `segs` (zero-length SGEs skipped) and `total`.
+WcStatus ResolveLocal(const ddp::FixedStagTable& stags, uint32_t pd, const Sge* sge,
+                      uint32_t num_sge, uint8_t need, Segment* segs, uint32_t* nsegs,
+                      uint64_t* total) {
+  *nsegs = 0;
+  *total = 0;
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    if (sge[i].length == 0) continue;
+    const ddp::TaggedRegion* r = stags.Find(sge[i].lkey);
+    if (ddp::CheckRegion(r, sge[i].lkey, sge[i].addr, sge[i].length, {pd, ddp::kAnyStream}) !=
+        ddp::DdpError::kNone) {
+      return WcStatus::kLocalProtection;
+    }
+    if ((r->access & need) != need) return WcStatus::kLocalProtection;
+    auto* mr = reinterpret_cast<SessionServer::Mr*>(static_cast<uintptr_t>(r->handle));
+    segs[*nsegs] = {mr->map.data() + (sge[i].addr - r->base_to), sge[i].length};
+    ++*nsegs;
+    *total += sge[i].length;
+  }
+  return WcStatus::kSuccess;
+}
+
+// Copies the gather list into the scatter list; both hold `total` bytes or
+// the scatter list more.
+void CopySg(const Segment* src, uint32_t nsrc, const Segment* dst, uint32_t ndst) {
+  uint32_t si = 0, so = 0, di = 0, dof = 0;
+  while (si < nsrc && di < ndst) {
+    const uint32_t n = std::min(src[si].length - so, dst[di].length - dof);
+    // memmove: both sides may map the same memfd.
+    std::memmove(dst[di].ptr + dof, src[si].ptr + so, n);
+    so += n;
+    dof += n;
+    if (so == src[si].length) { ++si; so = 0; }
+    if (dof == dst[di].length) { ++di; dof = 0; }
+  }
+}
+
+}  // namespace
+
+// The Terminate triple the failing operation reports. The initiating QP gets
+// a CQE carrying it; both QPs go to the error state and flush (RFC 5040 5.5
+// and 7: a Terminate ends the stream).
+void SessionServer::FailQps(Qp* qp, ddp::DdpError, const rdmap::TerminateCode& code, int reason) {
+  Qp* peer = qp->peer;
+  for (Qp* q : {qp, peer}) {
+    if (q == nullptr || q->state == QpState::kError) continue;
+    q->state = QpState::kError;
+    Event ev;
+    ev.type = static_cast<uint32_t>(EventType::kQpError);
+    ev.qp_id = q->id;
+    ev.reason = reason;
+    ev.term_layer = code.layer;
+    ev.term_etype = code.etype;
+    ev.term_code = code.code;
+    PostEvent(q->owner, ev);
+  }
+}
+
+void SessionServer::Disconnect(Qp* qp, int reason) {
+  Qp* peer = qp->peer;
+  for (Qp* q : {qp, peer}) {
+    if (q == nullptr || q->state != QpState::kConnected) continue;
+    q->state = QpState::kError;  // flushes what is still queued
+    Event ev;
+    ev.type = static_cast<uint32_t>(EventType::kDisconnected);
+    ev.qp_id = q->id;
+    ev.reason = reason;
+    PostEvent(q->owner, ev);
+  }
+}
+
+bool SessionServer::ExecuteSqe(Qp* qp, const Sqe& sqe) {
+  Qp* peer = qp->peer;
+  Cqe cqe;
+  cqe.wr_id = sqe.wr_id;
+  cqe.qp_id = qp->id;
+  const uint8_t op = sqe.opcode;
+  cqe.opcode = static_cast<uint8_t>(IsWriteOpcode(op)  ? WcOpcode::kRdmaWrite
+                                    : IsReadOpcode(op) ? WcOpcode::kRdmaRead
+                                                       : WcOpcode::kSend);
+  const bool signaled = (sqe.flags & kWrSignaled) != 0;
+  // Room for our completion (and the peer's receive completion) first, so an
+  // executed request always completes. A full CQ holds the SQ back.
+  if (qp->scq->ring.FreeSlots() < 2) return false;
+  const bool is_send = !IsWriteOpcode(op) && !IsReadOpcode(op);
+  if (is_send && peer->rcq->ring.FreeSlots() < 2) return false;
+
+  auto fail_local = [&](WcStatus st) {
+    cqe.status = static_cast<uint8_t>(st);
+    PostCqe(qp->scq, cqe);
+    Add(counters_->wrs_failed, 1);
+    // A local error ends the stream as well (RFC 5040 7: local catastrophic).
+    FailQps(qp, ddp::DdpError::kNone, rdmap::codes::kLocalCatastrophic, EIO);
+    return true;
+  };
+  auto fail_remote = [&](WcStatus st, const rdmap::TerminateCode& code) {
+    cqe.status = static_cast<uint8_t>(st);
+    cqe.term_layer = code.layer;
+    cqe.term_etype = code.etype;
+    cqe.term_code = code.code;
+    PostCqe(qp->scq, cqe);
+    Add(counters_->wrs_failed, 1);
+    FailQps(qp, ddp::DdpError::kNone, code, EREMOTEIO);
+    return true;
+  };
+
+  if (op >= kNumWrOpcodes || sqe.num_sge > kMaxSge) return fail_local(WcStatus::kLocalQpOperation);
+
+  Segment local[kMaxSge];
+  uint32_t nlocal = 0;
+  uint64_t total = 0;
+  if (IsReadOpcode(op)) {
+    // Sink of a Read: local write, and remote write as iWARP requires of a
+    // Read sink (RFC 5040 4.4; verbs on iWARP devices ask for it).
+    const WcStatus st = ResolveLocal(stags_, qp->pd, sqe.sge, sqe.num_sge,
+                                     ddp::kAccessLocalWrite | ddp::kAccessRemoteWrite, local,
+                                     &nlocal, &total);
+    if (st != WcStatus::kSuccess) return fail_local(st);
+  } else {
+    const WcStatus st =
+        ResolveLocal(stags_, qp->pd, sqe.sge, sqe.num_sge, 0, local, &nlocal, &total);
+    if (st != WcStatus::kSuccess) return fail_local(st);
+  }
+  if (total > UINT32_MAX) return fail_local(WcStatus::kLocalLength);
+  cqe.byte_len = static_cast<uint32_t>(total);
+  const ddp::StreamIdentity peer_stream{peer->pd, ddp::kAnyStream};
+
+  if (IsWriteOpcode(op) || IsReadOpcode(op)) {
+    if (total > 0) {
+      // RFC 5041 7.1 tagged checks at the data sink (Write) / RFC 5040 4.4
+      // source checks at the Read responder; then the RFC 5040 access right.
+      const ddp::TaggedRegion* r = stags_.Find(sqe.rkey);
+      const ddp::DdpError e = ddp::CheckRegion(r, sqe.rkey, sqe.remote_addr, total, peer_stream);
+      if (e != ddp::DdpError::kNone) {
+        return fail_remote(WcStatus::kRemoteAccess,
+                           IsWriteOpcode(op) ? rdmap::FromDdpError(e) : ReadSourceCode(e));
+      }
+      const uint8_t need = IsWriteOpcode(op) ? ddp::kAccessRemoteWrite : ddp::kAccessRemoteRead;
+      if ((r->access & need) == 0) {
+        return fail_remote(WcStatus::kRemoteAccess, rdmap::codes::kAccessRights);
+      }
+      auto* mr = reinterpret_cast<Mr*>(static_cast<uintptr_t>(r->handle));
+      const Segment remote{mr->map.data() + (sqe.remote_addr - r->base_to),
+                           static_cast<uint32_t>(total)};
+      if (IsWriteOpcode(op)) {
+        CopySg(local, nlocal, &remote, 1);
+      } else {
+        CopySg(&remote, 1, local, nlocal);
+      }
+    }
+    Add(counters_->bytes_moved, total);
+    Add(counters_->wrs_completed, 1);
+    if (signaled) PostCqe(qp->scq, cqe);
+    return true;
+  }
+
+  // Sends: RFC 5041 7.1 untagged checks at the receiver.
+  const int64_t avail = peer->rq.Available();
+  if (avail < 0) {
+    Add(counters_->ring_corruptions, 1);
+    return fail_remote(WcStatus::kRemoteOperation, rdmap::codes::kCatastrophicStream);
+  }
+  if (avail == 0) {
+    return fail_remote(WcStatus::kRemoteInvalidRequest,
+                       rdmap::FromDdpError(ddp::DdpError::kUntaggedNoBuffer));
+  }
+  Rqe rqe;
+  peer->rq.Peek(0, &rqe);
+  Cqe rcqe;
+  rcqe.wr_id = rqe.wr_id;
+  rcqe.qp_id = peer->id;
+  rcqe.opcode = static_cast<uint8_t>(WcOpcode::kRecv);
+  Segment sink[kMaxSge];
+  uint32_t nsink = 0;
+  uint64_t capacity = 0;
+  WcStatus rst = rqe.num_sge > kMaxSge ? WcStatus::kLocalQpOperation
+                                       : ResolveLocal(stags_, peer->pd, rqe.sge, rqe.num_sge,
+                                                      ddp::kAccessLocalWrite, sink, &nsink,
+                                                      &capacity);
+  if (rst == WcStatus::kSuccess && total > capacity) rst = WcStatus::kLocalLength;
+  if (rst != WcStatus::kSuccess) {
+    peer->rq.Consume(1);
+    rcqe.status = static_cast<uint8_t>(rst);
+    PostCqe(peer->rcq, rcqe);
+    const rdmap::TerminateCode code = rst == WcStatus::kLocalLength
+                                          ? rdmap::FromDdpError(ddp::DdpError::kUntaggedTooLong)
+                                          : rdmap::codes::kLocalCatastrophic;
+    return fail_remote(rst == WcStatus::kLocalLength ? WcStatus::kRemoteInvalidRequest
+                                                     : WcStatus::kRemoteOperation,
+                       code);
+  }
+  if (IsInvalidateOpcode(op)) {
+    // RFC 5040 6.3.1: the STag must name a region of the receiver's PD that
+    // may be invalidated; checked before anything is placed.
+    const ddp::TaggedRegion* r = stags_.Find(sqe.invalidate_stag);
+    if (r == nullptr || !r->valid || r->stag != sqe.invalidate_stag) {
+      return fail_remote(WcStatus::kRemoteOperation, rdmap::codes::kInvalidStag);
+    }
+    if (r->pd != peer->pd) {
+      return fail_remote(WcStatus::kRemoteOperation, rdmap::codes::kStagNotAssociated);
+    }
+  }
+  CopySg(local, nlocal, sink, nsink);
+  if (IsInvalidateOpcode(op)) {
+    const ddp::StagStatus st = stags_.Invalidate(sqe.invalidate_stag, peer->pd, /*remote=*/true);
+    if (st != ddp::StagStatus::kOk) {
+      // Placed, but the region refused invalidation: the receive completes
+      // in error (RFC 5040 7.4.1, STag cannot be invalidated).
+      peer->rq.Consume(1);
+      rcqe.status = static_cast<uint8_t>(WcStatus::kRemoteOperation);
+      PostCqe(peer->rcq, rcqe);
+      return fail_remote(WcStatus::kRemoteOperation, rdmap::codes::kProtectionCannotInvalidate);
+    }
+    rcqe.flags |= kWcWithInvalidate;
+    rcqe.invalidated_stag = sqe.invalidate_stag;
+  }
+  if (IsSolicitedOpcode(op)) rcqe.flags |= kWcSolicited;
+  rcqe.byte_len = static_cast<uint32_t>(total);
+  peer->rq.Consume(1);
+  PostCqe(peer->rcq, rcqe);
+  Add(counters_->bytes_moved, total);
+  Add(counters_->wrs_completed, 1);
+  if (signaled) PostCqe(qp->scq, cqe);
+  return true;
+}
+
+uint32_t SessionServer::PollQp(Qp* qp) {
+  if (qp->state == QpState::kConnected) {
+    const int64_t avail = qp->sq.Available();
+    if (avail < 0) {
+      Add(counters_->ring_corruptions, 1);
+      FailQps(qp, ddp::DdpError::kNone, rdmap::codes::kCatastrophicStream, EPROTO);
+      return 0;
+    }
+    const uint32_t n = static_cast<uint32_t>(std::min<int64_t>(avail, kBurst));
+    uint32_t done = 0;
+    for (; done < n && qp->state == QpState::kConnected; ++done) {
+      Sqe sqe;
+      qp->sq.Peek(0, &sqe);  // copied out: the application may rewrite the slot
+      if (!ExecuteSqe(qp, sqe)) break;
+      qp->sq.Consume(1);
+    }
+    return done;
+  }
+  if (qp->state != QpState::kError) return 0;
+  // Flush (verbs "WR flush error"): every queued SQE and RQE completes with
+  // kFlushed, as far as the CQs have room.
+  uint32_t done = 0;
+  for (;;) {
+    const int64_t sa = qp->sq.Available();
+    if (sa <= 0 || qp->scq->ring.FreeSlots() < 1) break;
+    Sqe sqe;
+    qp->sq.Peek(0, &sqe);
+    Cqe cqe;
+    cqe.wr_id = sqe.wr_id;
+    cqe.qp_id = qp->id;
+    cqe.opcode = static_cast<uint8_t>(IsWriteOpcode(sqe.opcode)  ? WcOpcode::kRdmaWrite
+                                      : IsReadOpcode(sqe.opcode) ? WcOpcode::kRdmaRead
+                                                                 : WcOpcode::kSend);
+    cqe.status = static_cast<uint8_t>(WcStatus::kFlushed);
+    PostCqe(qp->scq, cqe);
+    qp->sq.Consume(1);
+    Add(counters_->wrs_flushed, 1);
+    ++done;
+  }
+  for (;;) {
+    const int64_t ra = qp->rq.Available();
+    if (ra <= 0 || qp->rcq->ring.FreeSlots() < 1) break;
+    Rqe rqe;
+    qp->rq.Peek(0, &rqe);
+    Cqe cqe;
+    cqe.wr_id = rqe.wr_id;
+    cqe.qp_id = qp->id;
+    cqe.opcode = static_cast<uint8_t>(WcOpcode::kRecv);
+    cqe.status = static_cast<uint8_t>(WcStatus::kFlushed);
+    PostCqe(qp->rcq, cqe);
+    qp->rq.Consume(1);
+    Add(counters_->wrs_flushed, 1);
+    ++done;
+  }
+  return done;
+}
+
+uint32_t SessionServer::PollQueues() {
+  uint32_t work = 0;
+  for (Qp* qp : poll_list_) work += PollQp(qp);
+  for (Cq* cq : touched_cqs_) {
+    cq->touched = false;
+    WakeCq(cq);
+  }
+  touched_cqs_.clear();
+  return work;
+}
+
+void SessionServer::Run(const std::atomic<bool>& stop) {
+  uint32_t idle = 0;
+  uint32_t rounds = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const uint32_t work = PollQueues();
+    if (work != 0) {
+      idle = 0;
+      // The socket side gets a look every 1024 busy rounds.
+      if ((++rounds & 1023) == 0) PollControl(0);
+      continue;
+    }
+    if (++idle < options_.idle_polls_before_sleep) {
+      if ((idle & 63) == 0) PollControl(0);
+      continue;
+    }
+    // Arm every SQ for a doorbell, re-check, then sleep (spsc_ring.h).
+    bool pending = false;
+    for (Qp* qp : poll_list_) {
+      if (qp->sq.PrepareToWait()) pending = true;
+    }
+    if (!pending) PollControl(100);
+    for (Qp* qp : poll_list_) qp->sq.CancelWait();
+    idle = 0;
+  }
+}
+
+}  // namespace iwarp::appif

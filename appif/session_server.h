@@ -1,0 +1,155 @@
+// The daemon side of the application interface: accepts libiwarp sessions on
+// a UNIX socket, keeps their protection domains, memory regions (STag table),
+// completion queues and queue pairs, and runs the loopback QP engine that
+// moves data between two QPs of this daemon.
+//
+// Hosting: no DPDK, no threads of its own. The host calls PollControl() (the
+// socket side: accept, requests, hang-ups; system calls) and PollQueues() (the
+// data path: SQ work, copies, CQEs; no allocation, locks or system calls
+// except an eventfd write when a blocked application asked for a wake-up), or
+// Run(), which loops over both and sleeps on epoll when every ring is idle.
+// All methods except stats() must be called from one thread; stats() may be
+// read from any thread.
+//
+// Isolation: every id an application names (PD, CQ, QP, listener, request) is
+// looked up in that session's own tables only; STags are checked against the
+// PD of the QP (RFC 5042 5.1). Shared memory written by an application is
+// copied out before it is validated and never trusted for a size or pointer.
+#ifndef IWARPD_APPIF_SESSION_SERVER_H_
+#define IWARPD_APPIF_SESSION_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "appif/proto.h"
+#include "appif/shm.h"
+#include "appif/shm_layout.h"
+#include "ddp/rdmap.h"
+#include "ddp/stag_table.h"
+
+namespace iwarp::appif {
+
+struct SessionServerOptions {
+  std::string socket_path;           // created (an old socket file is replaced)
+  uint32_t socket_mode = 0660;       // permissions of the socket file
+  std::vector<uint32_t> allowed_uids;  // SO_PEERCRED uid allow-list; empty = any
+  uint32_t max_sessions = 64;
+  uint32_t max_qps_per_session = 256;
+  uint32_t max_cqs_per_session = 256;
+  uint32_t max_mrs_per_session = 4096;
+  uint64_t max_registered_bytes_per_session = uint64_t{1} << 30;
+  uint32_t max_queue_depth = 4096;   // SQ, RQ, CQ entries (power of two)
+  uint32_t event_queue_depth = 64;
+  uint32_t stag_table_size = 65536;  // STag slots for the whole daemon
+  uint32_t idle_polls_before_sleep = 2048;
+  // Control-path log sink ("session 3 opened by uid 1000 pid 42", ...).
+  std::function<void(std::string_view)> log;
+};
+
+// Counters; a snapshot read with relaxed loads.
+struct SessionServerStats {
+  uint64_t sessions_opened = 0;
+  uint64_t sessions_closed = 0;
+  uint64_t sessions_refused = 0;   // limit or credentials
+  uint64_t sessions_active = 0;
+  uint64_t pds_active = 0;
+  uint64_t mrs_active = 0;
+  uint64_t cqs_active = 0;
+  uint64_t qps_active = 0;
+  uint64_t stags_in_use = 0;
+  uint64_t registered_bytes = 0;   // sum of registered lengths
+  uint64_t mapped_bytes = 0;       // bytes the server has mapped (rings + regions)
+  uint64_t connections = 0;        // loopback QP pairs established
+  uint64_t wrs_completed = 0;      // SQ work requests executed successfully
+  uint64_t wrs_failed = 0;         // completed with an error status (not flush)
+  uint64_t wrs_flushed = 0;
+  uint64_t bytes_moved = 0;        // payload copied between regions
+  uint64_t events_posted = 0;
+  uint64_t events_dropped = 0;     // event ring of a session full
+  uint64_t ring_corruptions = 0;   // impossible ring index seen
+  uint64_t doorbells = 0;          // wake-ups by an application's doorbell
+  uint64_t requests_failed = 0;    // control requests answered with an error
+};
+
+class SessionServer {
+ public:
+  ~SessionServer();
+  static absl::StatusOr<std::unique_ptr<SessionServer>> Create(SessionServerOptions options);
+
+  // Handles pending socket work; waits up to `timeout_ms` for some (0: none).
+  // Returns the number of events handled.
+  int PollControl(int timeout_ms);
+  // Runs queued work requests of every connected QP and flushes QPs in error.
+  // Returns the number of work requests handled.
+  uint32_t PollQueues();
+  // PollQueues/PollControl until `stop`; sleeps on epoll when idle (rings
+  // armed for a doorbell first). Wakes at least every 100 ms.
+  void Run(const std::atomic<bool>& stop);
+
+  SessionServerStats stats() const;
+  const std::string& socket_path() const { return options_.socket_path; }
+
+  struct Session;
+  struct Mr;
+  struct Cq;
+  struct Qp;
+  struct Listener;
+  struct ConnRequest;
+
+ private:
+  explicit SessionServer(SessionServerOptions options);
+  absl::Status Listen();
+  void AcceptSessions();
+  void HandleSession(Session* s);
+  void Dispatch(Session* s, const Message& req, size_t len, int* fds, int nfds);
+  void CloseSession(Session* s, const char* why);
+  void Log(std::string_view line) const;
+
+  // Requests; each fills `resp` (body, fds) or returns an errno with text.
+  int DoOpen(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp,
+             UniqueFd* out_fd);
+  int DoRegMr(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp);
+  int DoCreateCq(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp,
+                 UniqueFd* out_fd);
+  int DoCreateQp(Session* s, const Message& req, size_t len, Message* resp, UniqueFd* out_fd);
+  int DoConnect(Session* s, const Message& req, size_t len, Message* resp);
+  int DoAccept(Session* s, const Message& req, size_t len, Message* resp);
+  int DoReject(Session* s, const Message& req, size_t len, Message* resp);
+  void DestroyQp(Session* s, Qp* qp);
+  void DestroyListener(Listener* l);
+
+  // Data path.
+  uint32_t PollQp(Qp* qp);
+  bool ExecuteSqe(Qp* qp, const Sqe& sqe);  // false: retry later (CQ full)
+  void FailQps(Qp* qp, ddp::DdpError, const rdmap::TerminateCode& code, int reason);
+  void Disconnect(Qp* qp, int reason);
+  bool PostCqe(Cq* cq, const Cqe& cqe);
+  void PostEvent(Session* s, const Event& ev);
+  void WakeCq(Cq* cq);
+  void RebuildPollList();
+
+  SessionServerOptions options_;
+  UniqueFd listen_fd_;
+  UniqueFd epoll_fd_;
+  ddp::FixedStagTable stags_;
+  uint32_t next_id_ = 1;
+  std::map<int, std::unique_ptr<Session>> sessions_;  // by socket fd
+  std::map<uint32_t, Listener*> listeners_;           // by id
+  std::map<uint32_t, std::unique_ptr<ConnRequest>> requests_;
+  std::vector<Qp*> poll_list_;  // every QP; rebuilt on create/destroy
+  std::vector<Cq*> touched_cqs_;  // CQs with new entries in this poll (preallocated)
+
+  struct Counters;
+  std::unique_ptr<Counters> counters_;
+};
+
+}  // namespace iwarp::appif
+
+#endif  // IWARPD_APPIF_SESSION_SERVER_H_

@@ -1,0 +1,148 @@
+// Entries of the shared-memory queues between an application (libiwarp) and
+// the daemon. Both sides are built from this header; the layout is the ABI
+// (kAbiVersion). Entries hold offsets, ids and application virtual addresses
+// (TOs, RFC 5040 2.1 "Tagged Offset"), never daemon pointers.
+//
+// Queues (each an SpscRing, see spsc_ring.h):
+//   SQ  app -> daemon  Sqe   one per QP
+//   RQ  app -> daemon  Rqe   one per QP (same memfd, after the SQ)
+//   CQ  daemon -> app  Cqe   one per CQ
+//   EQ  daemon -> app  Event one per session (connection events)
+#ifndef IWARPD_APPIF_SHM_LAYOUT_H_
+#define IWARPD_APPIF_SHM_LAYOUT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "appif/spsc_ring.h"
+
+namespace iwarp::appif {
+
+inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kMaxSge = 4;
+// RFC 5044 7.1: MPA allows 512; deployed peers (siw, cxgb4) take 256.
+inline constexpr uint32_t kMaxPrivateData = 256;
+
+// Access flags of a memory registration (same bits as ddp/stag_table.h).
+inline constexpr uint32_t kMrRemoteRead = 1u << 0;
+inline constexpr uint32_t kMrRemoteWrite = 1u << 1;
+inline constexpr uint32_t kMrLocalWrite = 1u << 2;
+
+struct Sge {
+  uint64_t addr = 0;  // application virtual address inside the region of lkey
+  uint32_t length = 0;
+  uint32_t lkey = 0;  // STag of the local region
+};
+static_assert(sizeof(Sge) == 16);
+
+enum class WrOpcode : uint8_t {
+  kSend = 0,
+  kSendInvalidate = 1,
+  kSendSe = 2,
+  kSendSeInvalidate = 3,
+  kRdmaWrite = 4,
+  kRdmaRead = 5,
+};
+inline constexpr uint8_t kNumWrOpcodes = 6;
+
+inline constexpr uint8_t kWrSignaled = 1u << 0;  // completion even on success
+
+struct Sqe {
+  uint64_t wr_id = 0;
+  uint8_t opcode = 0;  // WrOpcode
+  uint8_t flags = 0;   // kWr*
+  uint8_t num_sge = 0;
+  uint8_t reserved0 = 0;
+  uint32_t invalidate_stag = 0;  // Send with Invalidate: the peer's STag
+  uint64_t remote_addr = 0;      // RDMA Write sink / Read source TO
+  uint32_t rkey = 0;             // RDMA Write sink / Read source STag
+  uint32_t reserved1 = 0;
+  Sge sge[kMaxSge];
+};
+static_assert(sizeof(Sqe) == 96);
+
+struct Rqe {
+  uint64_t wr_id = 0;
+  uint32_t num_sge = 0;
+  uint32_t reserved = 0;
+  Sge sge[kMaxSge];
+};
+static_assert(sizeof(Rqe) == 80);
+
+enum class WcStatus : uint8_t {
+  kSuccess = 0,
+  kLocalLength = 1,      // SG list or message length does not fit
+  kLocalProtection = 2,  // lkey invalid, other PD, out of bounds or no local write
+  kLocalQpOperation = 3, // malformed work request (opcode, SGE count)
+  kFlushed = 4,          // QP left the connected state before it ran
+  kRemoteAccess = 5,     // peer refused STag / bounds / rights (Terminate)
+  kRemoteInvalidRequest = 6,  // peer had no receive buffer / message too long
+  kRemoteOperation = 7,  // peer could not invalidate or failed otherwise
+  kFatal = 8,            // the daemon failed the QP (daemon or peer gone)
+};
+
+enum class WcOpcode : uint8_t {
+  kSend = 0,
+  kRdmaWrite = 1,
+  kRdmaRead = 2,
+  kRecv = 3,
+};
+
+inline constexpr uint8_t kWcWithInvalidate = 1u << 0;  // invalidated_stag valid
+inline constexpr uint8_t kWcSolicited = 1u << 1;
+
+struct Cqe {
+  uint64_t wr_id = 0;
+  uint32_t qp_id = 0;
+  uint32_t byte_len = 0;
+  uint32_t invalidated_stag = 0;
+  uint8_t opcode = 0;  // WcOpcode
+  uint8_t status = 0;  // WcStatus
+  uint8_t flags = 0;   // kWc*
+  // RFC 5040 7.4 Terminate error of a failed operation (layer, etype, code).
+  uint8_t term_layer = 0;
+  uint8_t term_etype = 0;
+  uint8_t term_code = 0;
+  uint8_t reserved[6] = {};
+};
+static_assert(sizeof(Cqe) == 32);
+
+enum class EventType : uint32_t {
+  kNone = 0,
+  kConnectRequest = 1,  // listener_id, request_id, private data of the initiator
+  kEstablished = 2,     // qp_id, private data of the responder (initiator side)
+  kRejected = 3,        // qp_id, private data of the responder
+  kDisconnected = 4,    // qp_id: orderly close (ours or the peer's, or peer lost)
+  kConnectError = 5,    // qp_id, reason (errno): no listener, listener gone
+  kQpError = 6,         // qp_id, reason and Terminate triple
+  kDeviceFatal = 7,     // daemon gone (made by libiwarp, never on the ring)
+};
+
+struct Event {
+  uint32_t type = 0;  // EventType
+  uint32_t qp_id = 0;
+  uint32_t listener_id = 0;
+  uint32_t request_id = 0;
+  int32_t reason = 0;  // errno value, 0 if none
+  uint8_t term_layer = 0;
+  uint8_t term_etype = 0;
+  uint8_t term_code = 0;
+  uint8_t reserved0 = 0;
+  uint32_t private_data_len = 0;
+  uint32_t reserved1 = 0;
+  uint8_t private_data[kMaxPrivateData] = {};
+};
+static_assert(sizeof(Event) == 32 + kMaxPrivateData);
+
+// Layout of a QP's memfd: SQ ring, then RQ ring.
+struct QpLayout {
+  uint32_t sq_depth = 0;
+  uint32_t rq_depth = 0;
+  size_t sq_offset() const { return 0; }
+  size_t rq_offset() const { return RingBytes<Sqe>(sq_depth); }
+  size_t bytes() const { return rq_offset() + RingBytes<Rqe>(rq_depth); }
+};
+
+}  // namespace iwarp::appif
+
+#endif  // IWARPD_APPIF_SHM_LAYOUT_H_

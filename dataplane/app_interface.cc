@@ -1,0 +1,56 @@
+#include "dataplane/app_interface.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "dataplane/log.h"
+
+namespace iwarp::dataplane {
+
+appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg) {
+  const config::AppInterfaceConfig& a = cfg.app_interface;
+  appif::SessionServerOptions o;
+  o.socket_path = absl::StrCat(a.socket_dir, "/", cfg.eal.file_prefix, ".sock");
+  o.socket_mode = a.socket_mode;
+  o.allowed_uids = a.allowed_uids;
+  o.max_sessions = a.max_sessions;
+  o.max_qps_per_session = a.max_qps_per_session;
+  o.max_cqs_per_session = a.max_cqs_per_session;
+  o.max_mrs_per_session = a.max_mrs_per_session;
+  o.max_registered_bytes_per_session = uint64_t{a.max_registered_mb_per_session} << 20;
+  o.max_queue_depth = a.max_queue_depth;
+  o.event_queue_depth = a.event_queue_depth;
+  o.stag_table_size = a.stag_table_size;
+  o.log = [](std::string_view line) { LogLine(config::LogLevel::kInfo, line); };
+  return o;
+}
+
+absl::Status AppInterfaceHost::Start(const config::Config& cfg) {
+  const std::string& dir = cfg.app_interface.socket_dir;
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("app_interface.socket_dir ", dir));
+  }
+  auto server = appif::SessionServer::Create(AppInterfaceOptions(cfg));
+  if (!server.ok()) return server.status();
+  server_ = std::move(*server);
+  stop_.store(false);
+  thread_ = std::thread([this] { server_->Run(stop_); });
+  return absl::OkStatus();
+}
+
+void AppInterfaceHost::Stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  if (server_ != nullptr) {
+    const appif::SessionServerStats s = server_->stats();
+    LogInfo("app interface stopped: ", s.sessions_opened, " sessions served, ", s.connections,
+            " loopback connections, ", s.wrs_completed, " work requests, ", s.bytes_moved,
+            " bytes moved");
+  }
+  server_.reset();
+}
+
+}  // namespace iwarp::dataplane

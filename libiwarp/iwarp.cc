@@ -1,0 +1,504 @@
+// libiwarp client: control calls over the session socket, data path on the
+// shared rings (appif/).
+#include "libiwarp/iwarp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <set>
+#include <string>
+
+#include "appif/proto.h"
+#include "appif/shm.h"
+#include "appif/shm_layout.h"
+#include "appif/spsc_ring.h"
+
+namespace ai = iwarp::appif;
+
+// The public structs are the shared-memory entries: polling copies them as is.
+static_assert(sizeof(iwarp_wc) == sizeof(ai::Cqe));
+static_assert(offsetof(iwarp_wc, status) == offsetof(ai::Cqe, status));
+static_assert(offsetof(iwarp_wc, term_code) == offsetof(ai::Cqe, term_code));
+static_assert(sizeof(iwarp_event) == sizeof(ai::Event));
+static_assert(offsetof(iwarp_event, private_data) == offsetof(ai::Event, private_data));
+static_assert(sizeof(iwarp_sge) == sizeof(ai::Sge));
+static_assert(IWARP_MAX_SGE == ai::kMaxSge && IWARP_MAX_PRIVATE_DATA == ai::kMaxPrivateData);
+static_assert(IWARP_WR_RDMA_READ == static_cast<int>(ai::WrOpcode::kRdmaRead));
+static_assert(IWARP_WC_FATAL_ERR == static_cast<int>(ai::WcStatus::kFatal));
+static_assert(IWARP_EVENT_DEVICE_FATAL == static_cast<int>(ai::EventType::kDeviceFatal));
+
+struct iwarp_session {
+  ai::UniqueFd sock;
+  ai::UniqueFd doorbell;  // we write, daemon reads
+  ai::UniqueFd eventfd;   // daemon writes when the event ring gets an entry
+  ai::Mapping eq_shm;
+  ai::SpscRing<ai::Event> eq;
+  std::mutex mu;  // control calls
+  uint32_t seq = 0;
+  std::string last_error;
+  bool dead = false;
+  bool fatal_reported = false;
+  struct Block {
+    ai::Mapping map;
+  };
+  std::map<uintptr_t, std::unique_ptr<Block>> blocks;  // by address
+  std::set<iwarp_cq*> cqs;  // released by iwarp_close if still alive
+  std::set<iwarp_qp*> qps;
+  ~iwarp_session();
+};
+
+struct iwarp_cq {
+  iwarp_session* s;
+  uint32_t id;
+  ai::Mapping shm;
+  ai::SpscRing<ai::Cqe> ring;
+  ai::UniqueFd eventfd;
+};
+
+struct iwarp_qp {
+  iwarp_session* s;
+  uint32_t id;
+  ai::Mapping shm;
+  ai::SpscRing<ai::Sqe> sq;
+  ai::SpscRing<ai::Rqe> rq;
+};
+
+iwarp_session::~iwarp_session() {
+  for (iwarp_qp* qp : qps) delete qp;
+  for (iwarp_cq* cq : cqs) delete cq;
+}
+
+namespace {
+
+// One request/response exchange. Returns 0 or -errno; `resp_fd` receives a
+// descriptor if the daemon sent one.
+int Call(iwarp_session* s, ai::Op op, const void* body, size_t body_len, const int* fds, int nfds,
+         ai::Message* resp, ai::UniqueFd* resp_fd) {
+  if (s->dead) return -EPIPE;
+  ai::Message req;
+  req.hdr.op = static_cast<uint32_t>(op);
+  req.hdr.seq = ++s->seq;
+  req.hdr.body_len = static_cast<uint32_t>(body_len);
+  if (body_len > 0) std::memcpy(req.body, body, body_len);
+  if (int e = ai::SendMessage(s->sock.get(), req, fds, nfds); e != 0) {
+    s->dead = true;
+    return -EPIPE;
+  }
+  for (;;) {
+    pollfd p{s->sock.get(), POLLIN, 0};
+    if (poll(&p, 1, -1) < 0 && errno != EINTR) return -errno;
+    int rfds[ai::kMaxFds];
+    int rn = 0;
+    const long n = ai::RecvMessage(s->sock.get(), resp, rfds, &rn);
+    if (n == -EAGAIN) continue;
+    if (n <= 0) {
+      s->dead = true;
+      return -EPIPE;
+    }
+    for (int i = 0; i < rn; ++i) {
+      if (i == 0 && resp_fd != nullptr) {
+        resp_fd->Reset(rfds[0]);
+      } else {
+        close(rfds[i]);
+      }
+    }
+    if (resp->hdr.seq != req.hdr.seq) continue;  // stale (cannot happen: one in flight)
+    if (resp->hdr.error != 0) {
+      const size_t l = std::min<size_t>(resp->hdr.body_len, ai::kMaxErrorText);
+      s->last_error.assign(reinterpret_cast<const char*>(resp->body), strnlen(reinterpret_cast<const char*>(resp->body), l));
+      return -resp->hdr.error;
+    }
+    s->last_error.clear();
+    return 0;
+  }
+}
+
+template <typename T>
+int CallSimple(iwarp_session* s, ai::Op op, const T& body, uint32_t* id_out) {
+  std::lock_guard<std::mutex> l(s->mu);
+  ai::Message resp;
+  const int e = Call(s, op, &body, sizeof(body), nullptr, 0, &resp, nullptr);
+  if (e == 0 && id_out != nullptr) {
+    ai::IdResp r;
+    std::memcpy(&r, resp.body, sizeof(r));
+    *id_out = r.id;
+  }
+  return e;
+}
+
+void RingDoorbell(iwarp_session* s) {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(s->doorbell.get(), &one, sizeof(one));
+}
+
+}  // namespace
+
+extern "C" {
+
+int iwarp_open(const char* socket_path, iwarp_session** out) {
+  *out = nullptr;
+  std::string path = socket_path != nullptr ? socket_path : "";
+  if (path.empty()) {
+    const char* env = getenv("IWARPD_SOCKET");
+    path = env != nullptr ? env : "/run/iwarpd/iwarpd.sock";
+  }
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) return -ENAMETOOLONG;
+  auto s = std::make_unique<iwarp_session>();
+  s->sock.Reset(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (!s->sock.valid()) return -errno;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  if (connect(s->sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -errno;
+  s->doorbell.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  s->eventfd.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!s->doorbell.valid() || !s->eventfd.valid()) return -errno;
+  ai::OpenReq req;
+  const int fds[2] = {s->doorbell.get(), s->eventfd.get()};
+  ai::Message resp;
+  ai::UniqueFd shm_fd;
+  if (int e = Call(s.get(), ai::Op::kOpen, &req, sizeof(req), fds, 2, &resp, &shm_fd); e != 0) {
+    return e;
+  }
+  ai::OpenResp r;
+  std::memcpy(&r, resp.body, sizeof(r));
+  if (!shm_fd.valid() || !ai::IsPowerOfTwo(r.event_depth)) return -EPROTO;
+  auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, r.event_ring_bytes);
+  if (!m.ok()) return -EPROTO;
+  s->eq_shm = std::move(*m);
+  s->eq = ai::SpscRing<ai::Event>(s->eq_shm.data(), r.event_depth);
+  s->eq.AttachAsConsumer();
+  *out = s.release();
+  return 0;
+}
+
+void iwarp_close(iwarp_session* s) {
+  // Closing the socket is the protocol's "session over": the daemon flushes
+  // and frees everything the session owned.
+  delete s;
+}
+
+const char* iwarp_last_error(const iwarp_session* s) { return s->last_error.c_str(); }
+
+int iwarp_alloc_pd(iwarp_session* s, uint32_t* pd) {
+  return CallSimple(s, ai::Op::kAllocPd, ai::IdReq{}, pd);
+}
+int iwarp_dealloc_pd(iwarp_session* s, uint32_t pd) {
+  return CallSimple(s, ai::Op::kDeallocPd, ai::IdReq{pd}, nullptr);
+}
+
+int iwarp_mem_alloc(iwarp_session* s, size_t length, uint32_t flags, void** addr) {
+  auto m = ai::Mapping::CreateMemfd("iwarp-mem", length, (flags & IWARP_MEM_HUGETLB) != 0);
+  if (!m.ok()) return -ENOMEM;
+  auto b = std::make_unique<iwarp_session::Block>();
+  b->map = std::move(*m);
+  *addr = b->map.data();
+  std::lock_guard<std::mutex> l(s->mu);
+  s->blocks.emplace(reinterpret_cast<uintptr_t>(*addr), std::move(b));
+  return 0;
+}
+
+int iwarp_mem_free(iwarp_session* s, void* addr) {
+  std::lock_guard<std::mutex> l(s->mu);
+  return s->blocks.erase(reinterpret_cast<uintptr_t>(addr)) == 1 ? 0 : -ENOENT;
+}
+
+int iwarp_reg_mr_fd(iwarp_session* s, uint32_t pd, int fd, uint64_t offset, size_t length,
+                    void* addr, uint32_t access, iwarp_mr* out) {
+  ai::RegMrReq req;
+  req.pd = pd;
+  req.access = access & 0xFFu;
+  req.offset = offset;
+  req.length = length;
+  req.va = reinterpret_cast<uintptr_t>(addr);
+  req.remote_invalidate = (access & IWARP_ACCESS_NO_REMOTE_INVALIDATE) ? 0 : 1;
+  std::lock_guard<std::mutex> l(s->mu);
+  ai::Message resp;
+  const int e = Call(s, ai::Op::kRegMr, &req, sizeof(req), &fd, 1, &resp, nullptr);
+  if (e != 0) return e;
+  ai::IdResp r;
+  std::memcpy(&r, resp.body, sizeof(r));
+  out->stag = r.id;
+  out->addr = req.va;
+  out->length = length;
+  return 0;
+}
+
+int iwarp_reg_mr(iwarp_session* s, uint32_t pd, void* addr, size_t length, uint32_t access,
+                 iwarp_mr* out) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  int fd = -1;
+  uint64_t offset = 0;
+  {
+    std::lock_guard<std::mutex> l(s->mu);
+    auto it = s->blocks.upper_bound(a);
+    if (it == s->blocks.begin()) return -EFAULT;
+    --it;
+    const ai::Mapping& m = it->second->map;
+    if (a - it->first > m.size() || length > m.size() - (a - it->first)) return -EFAULT;
+    fd = m.fd();
+    offset = a - it->first;
+  }
+  return iwarp_reg_mr_fd(s, pd, fd, offset, length, addr, access, out);
+}
+
+int iwarp_dereg_mr(iwarp_session* s, uint32_t stag) {
+  return CallSimple(s, ai::Op::kDeregMr, ai::IdReq{stag}, nullptr);
+}
+int iwarp_invalidate_stag(iwarp_session* s, uint32_t stag) {
+  return CallSimple(s, ai::Op::kInvalidate, ai::IdReq{stag}, nullptr);
+}
+
+int iwarp_create_cq(iwarp_session* s, uint32_t depth, iwarp_cq** out) {
+  *out = nullptr;
+  ai::UniqueFd efd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!efd.valid()) return -errno;
+  ai::CreateCqReq req{depth};
+  const int fd = efd.get();
+  std::lock_guard<std::mutex> l(s->mu);
+  ai::Message resp;
+  ai::UniqueFd shm_fd;
+  if (int e = Call(s, ai::Op::kCreateCq, &req, sizeof(req), &fd, 1, &resp, &shm_fd); e != 0) {
+    return e;
+  }
+  ai::CreateCqResp r;
+  std::memcpy(&r, resp.body, sizeof(r));
+  auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, r.ring_bytes);
+  if (!m.ok() || !ai::IsPowerOfTwo(r.depth)) return -EPROTO;
+  auto cq = new (std::nothrow) iwarp_cq{s, r.cq, std::move(*m), {}, std::move(efd)};
+  if (cq == nullptr) return -ENOMEM;
+  cq->ring = ai::SpscRing<ai::Cqe>(cq->shm.data(), r.depth);
+  cq->ring.AttachAsConsumer();
+  s->cqs.insert(cq);
+  *out = cq;
+  return 0;
+}
+
+int iwarp_destroy_cq(iwarp_cq* cq) {
+  iwarp_session* s = cq->s;
+  const int e = CallSimple(s, ai::Op::kDestroyCq, ai::IdReq{cq->id}, nullptr);
+  if (e == 0 || e == -EPIPE) {
+    std::lock_guard<std::mutex> l(s->mu);
+    s->cqs.erase(cq);
+    delete cq;
+  }
+  return e;
+}
+
+int iwarp_poll_cq(iwarp_cq* cq, iwarp_wc* wc, int max) {
+  const int64_t avail = cq->ring.Available();
+  if (avail < 0) return -EPROTO;
+  const int n = avail < max ? static_cast<int>(avail) : max;
+  for (int i = 0; i < n; ++i) {
+    ai::Cqe c;
+    cq->ring.Peek(static_cast<uint32_t>(i), &c);
+    std::memcpy(&wc[i], &c, sizeof(c));
+  }
+  if (n > 0) cq->ring.Consume(static_cast<uint32_t>(n));
+  return n;
+}
+
+int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
+  for (;;) {
+    if (cq->ring.Available() != 0) return 0;
+    if (cq->ring.PrepareToWait()) {
+      cq->ring.CancelWait();
+      return 0;
+    }
+    pollfd p[2] = {{cq->eventfd.get(), POLLIN, 0}, {cq->s->sock.get(), POLLIN | POLLRDHUP, 0}};
+    const int n = poll(p, 2, timeout_ms);
+    if (n < 0 && errno != EINTR) return -errno;
+    if (n == 0) {
+      cq->ring.CancelWait();
+      return -ETIMEDOUT;
+    }
+    if ((p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) {
+      cq->s->dead = true;
+      return cq->ring.Available() != 0 ? 0 : -EPIPE;
+    }
+    if (p[0].revents & POLLIN) {
+      uint64_t v;
+      [[maybe_unused]] const ssize_t r = read(cq->eventfd.get(), &v, sizeof(v));
+    }
+  }
+}
+
+int iwarp_create_qp(iwarp_session* s, const iwarp_qp_attr* attr, iwarp_qp** out) {
+  *out = nullptr;
+  if (attr->send_cq == nullptr || attr->recv_cq == nullptr) return -EINVAL;
+  ai::CreateQpReq req{attr->pd, attr->send_cq->id, attr->recv_cq->id, attr->sq_depth,
+                      attr->rq_depth};
+  std::lock_guard<std::mutex> l(s->mu);
+  ai::Message resp;
+  ai::UniqueFd shm_fd;
+  if (int e = Call(s, ai::Op::kCreateQp, &req, sizeof(req), nullptr, 0, &resp, &shm_fd); e != 0) {
+    return e;
+  }
+  ai::CreateQpResp r;
+  std::memcpy(&r, resp.body, sizeof(r));
+  ai::QpLayout layout{r.sq_depth, r.rq_depth};
+  if (!ai::IsPowerOfTwo(r.sq_depth) || !ai::IsPowerOfTwo(r.rq_depth) ||
+      layout.bytes() != r.shm_bytes) {
+    return -EPROTO;
+  }
+  auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, layout.bytes());
+  if (!m.ok()) return -EPROTO;
+  auto qp = new (std::nothrow) iwarp_qp{s, r.qp, std::move(*m), {}, {}};
+  if (qp == nullptr) return -ENOMEM;
+  qp->sq = ai::SpscRing<ai::Sqe>(qp->shm.data() + layout.sq_offset(), layout.sq_depth);
+  qp->rq = ai::SpscRing<ai::Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
+  qp->sq.AttachAsProducer();
+  qp->rq.AttachAsProducer();
+  s->qps.insert(qp);
+  *out = qp;
+  return 0;
+}
+
+int iwarp_destroy_qp(iwarp_qp* qp) {
+  iwarp_session* s = qp->s;
+  const int e = CallSimple(s, ai::Op::kDestroyQp, ai::IdReq{qp->id}, nullptr);
+  if (e == 0 || e == -EPIPE) {
+    std::lock_guard<std::mutex> l(s->mu);
+    s->qps.erase(qp);
+    delete qp;
+  }
+  return e;
+}
+
+uint32_t iwarp_qp_id(const iwarp_qp* qp) { return qp->id; }
+
+int iwarp_post_send(iwarp_qp* qp, const iwarp_send_wr* wrs, uint32_t n) {
+  const int64_t free_slots = qp->sq.FreeSlots();
+  if (free_slots < 0) return -EPROTO;
+  const uint32_t count = n < free_slots ? n : static_cast<uint32_t>(free_slots);
+  for (uint32_t i = 0; i < count; ++i) {
+    const iwarp_send_wr& w = wrs[i];
+    if (w.num_sge > ai::kMaxSge || w.opcode >= ai::kNumWrOpcodes ||
+        (w.num_sge > 0 && w.sg_list == nullptr)) {
+      if (i > 0) qp->sq.Publish(i);
+      return i > 0 ? static_cast<int>(i) : -EINVAL;
+    }
+    ai::Sqe e;
+    e.wr_id = w.wr_id;
+    e.opcode = static_cast<uint8_t>(w.opcode);
+    e.flags = static_cast<uint8_t>(w.flags & ai::kWrSignaled);
+    e.num_sge = static_cast<uint8_t>(w.num_sge);
+    e.invalidate_stag = w.invalidate_stag;
+    e.remote_addr = w.remote_addr;
+    e.rkey = w.rkey;
+    for (uint32_t k = 0; k < w.num_sge; ++k) e.sge[k] = {w.sg_list[k].addr, w.sg_list[k].length, w.sg_list[k].lkey};
+    qp->sq.Stage(i, e);
+  }
+  if (count == 0) return 0;
+  qp->sq.Publish(count);
+  if (qp->sq.TakeWakeRequest()) RingDoorbell(qp->s);
+  return static_cast<int>(count);
+}
+
+int iwarp_post_recv(iwarp_qp* qp, const iwarp_recv_wr* wrs, uint32_t n) {
+  const int64_t free_slots = qp->rq.FreeSlots();
+  if (free_slots < 0) return -EPROTO;
+  const uint32_t count = n < free_slots ? n : static_cast<uint32_t>(free_slots);
+  for (uint32_t i = 0; i < count; ++i) {
+    const iwarp_recv_wr& w = wrs[i];
+    if (w.num_sge > ai::kMaxSge || (w.num_sge > 0 && w.sg_list == nullptr)) {
+      if (i > 0) qp->rq.Publish(i);
+      return i > 0 ? static_cast<int>(i) : -EINVAL;
+    }
+    ai::Rqe e;
+    e.wr_id = w.wr_id;
+    e.num_sge = w.num_sge;
+    for (uint32_t k = 0; k < w.num_sge; ++k) e.sge[k] = {w.sg_list[k].addr, w.sg_list[k].length, w.sg_list[k].lkey};
+    qp->rq.Stage(i, e);
+  }
+  if (count > 0) qp->rq.Publish(count);
+  return static_cast<int>(count);
+}
+
+int iwarp_listen(iwarp_session* s, const iwarp_addr* addr, uint32_t* listener_id) {
+  return CallSimple(s, ai::Op::kListen, ai::ListenReq{addr->ipv4, addr->port, 0}, listener_id);
+}
+int iwarp_unlisten(iwarp_session* s, uint32_t listener_id) {
+  return CallSimple(s, ai::Op::kUnlisten, ai::IdReq{listener_id}, nullptr);
+}
+
+int iwarp_connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len) {
+  if (len > ai::kMaxPrivateData || (len > 0 && pd == nullptr)) return -EINVAL;
+  ai::ConnectReq req;
+  req.qp = qp->id;
+  req.ipv4 = addr->ipv4;
+  req.port = addr->port;
+  req.private_data_len = len;
+  if (len > 0) std::memcpy(req.private_data, pd, len);
+  return CallSimple(qp->s, ai::Op::kConnect, req, nullptr);
+}
+
+int iwarp_accept(iwarp_session* s, uint32_t request_id, iwarp_qp* qp, const void* pd,
+                 uint32_t len) {
+  if (len > ai::kMaxPrivateData || (len > 0 && pd == nullptr)) return -EINVAL;
+  ai::AcceptReq req;
+  req.request_id = request_id;
+  req.qp = qp->id;
+  req.private_data_len = len;
+  if (len > 0) std::memcpy(req.private_data, pd, len);
+  return CallSimple(s, ai::Op::kAccept, req, nullptr);
+}
+
+int iwarp_reject(iwarp_session* s, uint32_t request_id, const void* pd, uint32_t len) {
+  if (len > ai::kMaxPrivateData || (len > 0 && pd == nullptr)) return -EINVAL;
+  ai::RejectReq req;
+  req.request_id = request_id;
+  req.private_data_len = len;
+  if (len > 0) std::memcpy(req.private_data, pd, len);
+  return CallSimple(s, ai::Op::kReject, req, nullptr);
+}
+
+int iwarp_disconnect(iwarp_qp* qp) {
+  return CallSimple(qp->s, ai::Op::kDisconnect, ai::IdReq{qp->id}, nullptr);
+}
+
+int iwarp_get_event(iwarp_session* s, iwarp_event* ev, int timeout_ms) {
+  for (;;) {
+    ai::Event e;
+    if (s->eq.Pop(&e)) {
+      std::memcpy(ev, &e, sizeof(e));
+      return 1;
+    }
+    if (s->dead) {
+      if (s->fatal_reported) return -EPIPE;
+      s->fatal_reported = true;
+      std::memset(ev, 0, sizeof(*ev));
+      ev->type = IWARP_EVENT_DEVICE_FATAL;
+      ev->reason = EPIPE;
+      return 1;
+    }
+    if (s->eq.PrepareToWait()) {
+      s->eq.CancelWait();
+      continue;
+    }
+    pollfd p[2] = {{s->eventfd.get(), POLLIN, 0}, {s->sock.get(), POLLRDHUP, 0}};
+    const int n = poll(p, 2, timeout_ms);
+    s->eq.CancelWait();
+    if (n < 0 && errno != EINTR) return -errno;
+    if (n == 0) return 0;
+    if ((p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) s->dead = true;
+    if (p[0].revents & POLLIN) {
+      uint64_t v;
+      [[maybe_unused]] const ssize_t r = read(s->eventfd.get(), &v, sizeof(v));
+    }
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,523 @@
+// libiwarp against a session server in this process: loopback connection
+// management, the RFC 5040/5041 error cases (nothing placed, Terminate triple
+// in the CQE), isolation between sessions, blocking waits, daemon loss,
+// limits, and create/destroy loops without leaks.
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "appif/test_host.h"
+#include "gtest/gtest.h"
+#include "libiwarp/iwarp.h"
+
+namespace iwarp::appif {
+namespace {
+
+constexpr uint32_t kAllAccess =
+    IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_WRITE;
+
+struct App {
+  iwarp_session* s = nullptr;
+  uint32_t pd = 0;
+  uint8_t* mem = nullptr;
+  iwarp_mr mr{};
+  iwarp_cq* cq = nullptr;
+  iwarp_qp* qp = nullptr;
+
+  void Open(const std::string& path) {
+    ASSERT_EQ(iwarp_open(path.c_str(), &s), 0);
+    ASSERT_EQ(iwarp_alloc_pd(s, &pd), 0);
+    void* m = nullptr;
+    ASSERT_EQ(iwarp_mem_alloc(s, 1 << 16, 0, &m), 0);
+    mem = static_cast<uint8_t*>(m);
+    ASSERT_EQ(iwarp_reg_mr(s, pd, mem, 1 << 16, kAllAccess, &mr), 0) << iwarp_last_error(s);
+    ASSERT_EQ(iwarp_create_cq(s, 64, &cq), 0);
+    iwarp_qp_attr a{pd, cq, cq, 16, 16};
+    ASSERT_EQ(iwarp_create_qp(s, &a, &qp), 0);
+  }
+  void Close() {
+    if (s != nullptr) iwarp_close(s);
+    s = nullptr;
+  }
+  iwarp_mr Reg(size_t off, size_t len, uint32_t access) {
+    iwarp_mr m{};
+    EXPECT_EQ(iwarp_reg_mr(s, pd, mem + off, len, access, &m), 0) << iwarp_last_error(s);
+    return m;
+  }
+  void PostRecv(uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey) {
+    iwarp_sge sge{addr, len, lkey};
+    iwarp_recv_wr wr{wr_id, &sge, 1};
+    ASSERT_EQ(iwarp_post_recv(qp, &wr, 1), 1);
+  }
+  void Post(uint64_t wr_id, uint32_t opcode, uint64_t addr, uint32_t len, uint32_t lkey,
+            uint64_t raddr = 0, uint32_t rkey = 0, uint32_t inv = 0) {
+    iwarp_sge sge{addr, len, lkey};
+    iwarp_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = opcode;
+    wr.flags = IWARP_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.remote_addr = raddr;
+    wr.rkey = rkey;
+    wr.invalidate_stag = inv;
+    ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
+  }
+  iwarp_wc Wc() {
+    iwarp_wc wc{};
+    for (int i = 0; i < 50; ++i) {
+      if (iwarp_poll_cq(cq, &wc, 1) == 1) return wc;
+      iwarp_cq_wait(cq, 100);
+    }
+    ADD_FAILURE() << "no completion";
+    wc.status = 0xFF;
+    return wc;
+  }
+  iwarp_event Event(uint32_t type) {
+    iwarp_event ev{};
+    EXPECT_EQ(iwarp_get_event(s, &ev, 5000), 1);
+    EXPECT_EQ(ev.type, type) << "reason " << ev.reason;
+    return ev;
+  }
+};
+
+class Loopback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(host_.ok()) << host_.status();
+    a_.Open(host_.socket_path());
+    b_.Open(host_.socket_path());
+  }
+  void TearDown() override {
+    a_.Close();
+    b_.Close();
+  }
+  // B connects to A's listener; A accepts.
+  void Connect(uint16_t port = 7000) {
+    iwarp_addr addr{0, port};
+    uint32_t lid = 0;
+    ASSERT_EQ(iwarp_listen(a_.s, &addr, &lid), 0);
+    ASSERT_EQ(iwarp_connect(b_.qp, &addr, "pd-b", 4), 0);
+    iwarp_event req = a_.Event(IWARP_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(iwarp_accept(a_.s, req.request_id, a_.qp, "pd-a", 4), 0);
+    a_.Event(IWARP_EVENT_ESTABLISHED);
+    b_.Event(IWARP_EVENT_ESTABLISHED);
+  }
+  // After a failed operation: both QPs report the Terminate triple.
+  void ExpectQpErrors(uint8_t layer, uint8_t etype, uint8_t code) {
+    for (App* app : {&a_, &b_}) {
+      iwarp_event ev = app->Event(IWARP_EVENT_QP_ERROR);
+      EXPECT_EQ(ev.term_layer, layer);
+      EXPECT_EQ(ev.term_etype, etype);
+      EXPECT_EQ(ev.term_code, code);
+    }
+  }
+  static void ExpectTerm(const iwarp_wc& wc, uint8_t status, uint8_t layer, uint8_t etype,
+                         uint8_t code) {
+    EXPECT_EQ(wc.status, status);
+    EXPECT_EQ(wc.term_layer, layer);
+    EXPECT_EQ(wc.term_etype, etype);
+    EXPECT_EQ(wc.term_code, code);
+  }
+  TestHost host_;
+  App a_, b_;
+};
+
+TEST_F(Loopback, RejectCarriesPrivateDataAndQpCanRetry) {
+  iwarp_addr addr{0, 7001};
+  uint32_t lid = 0;
+  ASSERT_EQ(iwarp_listen(a_.s, &addr, &lid), 0);
+  EXPECT_EQ(iwarp_listen(b_.s, &addr, &lid), -EADDRINUSE);
+  ASSERT_EQ(iwarp_connect(b_.qp, &addr, "first", 5), 0);
+  iwarp_event req = a_.Event(IWARP_EVENT_CONNECT_REQUEST);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(req.private_data), req.private_data_len), "first");
+  ASSERT_EQ(iwarp_reject(a_.s, req.request_id, "busy", 4), 0);
+  iwarp_event rej = b_.Event(IWARP_EVENT_REJECTED);
+  EXPECT_EQ(rej.qp_id, iwarp_qp_id(b_.qp));
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(rej.private_data), rej.private_data_len), "busy");
+  // The same QP connects again and is accepted.
+  ASSERT_EQ(iwarp_connect(b_.qp, &addr, "second", 6), 0);
+  req = a_.Event(IWARP_EVENT_CONNECT_REQUEST);
+  // B cannot accept A's request.
+  EXPECT_EQ(iwarp_accept(b_.s, req.request_id, b_.qp, nullptr, 0), -ENOENT);
+  ASSERT_EQ(iwarp_accept(a_.s, req.request_id, a_.qp, nullptr, 0), 0);
+  a_.Event(IWARP_EVENT_ESTABLISHED);
+  b_.Event(IWARP_EVENT_ESTABLISHED);
+  EXPECT_EQ(host_.stats().connections, 1u);
+}
+
+TEST_F(Loopback, ConnectWithoutListenerIsRefused) {
+  iwarp_addr addr{0x7F000001u, 9};
+  EXPECT_EQ(iwarp_connect(b_.qp, &addr, nullptr, 0), -ECONNREFUSED);
+  EXPECT_NE(std::string(iwarp_last_error(b_.s)), "");
+}
+
+TEST_F(Loopback, DisconnectFlushesBothSides) {
+  Connect();
+  a_.PostRecv(1, a_.mr.addr, 64, a_.mr.stag);
+  ASSERT_EQ(iwarp_disconnect(b_.qp), 0);
+  a_.Event(IWARP_EVENT_DISCONNECTED);
+  b_.Event(IWARP_EVENT_DISCONNECTED);
+  iwarp_wc wc = a_.Wc();
+  EXPECT_EQ(wc.wr_id, 1u);
+  EXPECT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+  // Work posted after the disconnect is flushed, not run.
+  b_.Post(2, IWARP_WR_SEND, b_.mr.addr, 8, b_.mr.stag);
+  wc = b_.Wc();
+  EXPECT_EQ(wc.wr_id, 2u);
+  EXPECT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+}
+
+TEST_F(Loopback, WriteBeyondRegionIsBaseBoundsAndPlacesNothing) {
+  Connect();
+  iwarp_mr small = a_.Reg(4096, 4096, IWARP_ACCESS_REMOTE_WRITE);
+  std::memset(a_.mem, 0x11, 1 << 16);
+  std::memset(b_.mem, 0x22, 1 << 16);
+  // 100 bytes at offset 4000 of a 4096-byte region: 4 bytes too many.
+  b_.Post(7, IWARP_WR_RDMA_WRITE, b_.mr.addr, 100, b_.mr.stag, small.addr + 4000, small.stag);
+  iwarp_wc wc = b_.Wc();
+  EXPECT_EQ(wc.wr_id, 7u);
+  ExpectTerm(wc, IWARP_WC_REM_ACCESS_ERR, 1, 1, 0x01);  // DDP tagged base or bounds
+  for (int i = 0; i < (1 << 16); ++i) ASSERT_EQ(a_.mem[i], 0x11) << i;
+  ExpectQpErrors(1, 1, 0x01);
+  b_.Post(8, IWARP_WR_SEND, b_.mr.addr, 1, b_.mr.stag);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(host_.stats().wrs_failed, 1u);
+}
+
+TEST_F(Loopback, WriteWithoutRemoteWriteRightIsAccessViolation) {
+  Connect();
+  iwarp_mr ro = a_.Reg(0, 4096, IWARP_ACCESS_REMOTE_READ);
+  std::memset(a_.mem, 0x11, 4096);
+  b_.Post(1, IWARP_WR_RDMA_WRITE, b_.mr.addr, 16, b_.mr.stag, ro.addr, ro.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 0, 1, 0x02);  // RDMAP access rights
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(a_.mem[i], 0x11);
+  ExpectQpErrors(0, 1, 0x02);
+}
+
+TEST_F(Loopback, ReadWithoutRemoteReadRightIsAccessViolation) {
+  Connect();
+  iwarp_mr wo = a_.Reg(0, 4096, IWARP_ACCESS_REMOTE_WRITE);
+  std::memset(b_.mem, 0x33, 4096);
+  b_.Post(1, IWARP_WR_RDMA_READ, b_.mr.addr, 16, b_.mr.stag, wo.addr, wo.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 0, 1, 0x02);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(b_.mem[i], 0x33);
+}
+
+TEST_F(Loopback, ReadSourceOutOfBoundsIsRdmapBaseBounds) {
+  Connect();
+  b_.Post(1, IWARP_WR_RDMA_READ, b_.mr.addr, 16, b_.mr.stag, a_.mr.addr + (1 << 16) - 8,
+          a_.mr.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 0, 1, 0x01);
+}
+
+TEST_F(Loopback, StaleKeyIsInvalidStag) {
+  Connect();
+  const uint32_t wrong_key = (a_.mr.stag & ~0xFFu) | ((a_.mr.stag + 1) & 0xFFu);
+  b_.Post(1, IWARP_WR_RDMA_WRITE, b_.mr.addr, 16, b_.mr.stag, a_.mr.addr, wrong_key);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 1, 1, 0x00);  // DDP tagged invalid STag
+}
+
+TEST_F(Loopback, StagOfAThirdSessionIsNotAssociated) {
+  App c;
+  c.Open(host_.socket_path());
+  Connect();
+  std::memset(c.mem, 0x44, 1 << 16);
+  // B is connected to A; C's region is valid, but in C's protection domain.
+  b_.Post(1, IWARP_WR_RDMA_WRITE, b_.mr.addr, 16, b_.mr.stag, c.mr.addr, c.mr.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 1, 1, 0x02);  // STag not associated
+  b_.Close();
+  b_ = App{};
+  for (int i = 0; i < (1 << 16); ++i) ASSERT_EQ(c.mem[i], 0x44);
+  // Nor can a session deregister, invalidate or free another's objects.
+  EXPECT_EQ(iwarp_dereg_mr(a_.s, c.mr.stag), -ENOENT);
+  EXPECT_EQ(iwarp_invalidate_stag(a_.s, c.mr.stag), -ENOENT);
+  EXPECT_EQ(iwarp_dealloc_pd(a_.s, c.pd), -ENOENT);
+  iwarp_mr m{};
+  EXPECT_EQ(iwarp_reg_mr(a_.s, c.pd, a_.mem, 64, 0, &m), -ENOENT);
+  c.Close();
+}
+
+TEST_F(Loopback, ForeignLkeyIsLocalProtectionError) {
+  Connect();
+  a_.PostRecv(1, a_.mr.addr, 64, a_.mr.stag);
+  // B gathers from A's region: its STag is valid, but not in B's PD.
+  b_.Post(1, IWARP_WR_SEND, a_.mr.addr, 16, a_.mr.stag);
+  iwarp_wc wc = b_.Wc();
+  EXPECT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+  EXPECT_EQ(a_.Wc().status, IWARP_WC_WR_FLUSH_ERR);  // A's receive is flushed, not filled
+}
+
+TEST_F(Loopback, SendWithoutReceiveIsDdpNoBuffer) {
+  Connect();
+  b_.Post(1, IWARP_WR_SEND, b_.mr.addr, 16, b_.mr.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_INV_REQ_ERR, 1, 2, 0x02);  // untagged, no buffer
+  ExpectQpErrors(1, 2, 0x02);
+}
+
+TEST_F(Loopback, SendLongerThanReceiveIsTooLong) {
+  Connect();
+  std::memset(a_.mem, 0x11, 256);
+  a_.PostRecv(1, a_.mr.addr, 8, a_.mr.stag);
+  b_.Post(1, IWARP_WR_SEND, b_.mr.addr, 16, b_.mr.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_INV_REQ_ERR, 1, 2, 0x05);  // message too long
+  EXPECT_EQ(a_.Wc().status, IWARP_WC_LOC_LEN_ERR);
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(a_.mem[i], 0x11);
+}
+
+TEST_F(Loopback, ReceiveIntoRegionWithoutLocalWriteFails) {
+  Connect();
+  iwarp_mr ro = a_.Reg(0, 4096, IWARP_ACCESS_REMOTE_READ);
+  std::memset(a_.mem, 0x11, 4096);
+  a_.PostRecv(5, ro.addr, 64, ro.stag);
+  b_.Post(1, IWARP_WR_SEND, b_.mr.addr, 16, b_.mr.stag);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_REM_OP_ERR);
+  iwarp_wc wc = a_.Wc();
+  EXPECT_EQ(wc.wr_id, 5u);
+  EXPECT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(a_.mem[i], 0x11);
+}
+
+TEST_F(Loopback, SendWithInvalidateRevokesTheStag) {
+  Connect();
+  iwarp_mr target = a_.Reg(8192, 4096, IWARP_ACCESS_REMOTE_WRITE);
+  a_.PostRecv(1, a_.mr.addr, 64, a_.mr.stag);
+  a_.PostRecv(2, a_.mr.addr + 64, 64, a_.mr.stag);
+  std::memcpy(b_.mem, "invalidate", 10);
+  b_.Post(1, IWARP_WR_SEND_WITH_INV, b_.mr.addr, 10, b_.mr.stag, 0, 0, target.stag);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_SUCCESS);
+  iwarp_wc wc = a_.Wc();
+  EXPECT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_TRUE(wc.flags & IWARP_WC_WITH_INV);
+  EXPECT_EQ(wc.invalidated_stag, target.stag);
+  EXPECT_EQ(std::memcmp(a_.mem, "invalidate", 10), 0);
+  // The invalidated STag no longer places anything.
+  std::memset(a_.mem + 8192, 0x55, 4096);
+  b_.Post(2, IWARP_WR_RDMA_WRITE, b_.mr.addr, 16, b_.mr.stag, target.addr, target.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 1, 1, 0x00);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(a_.mem[8192 + i], 0x55);
+  // Deregistering the invalidated region frees its slot.
+  EXPECT_EQ(iwarp_dereg_mr(a_.s, target.stag), 0);
+}
+
+TEST_F(Loopback, ProtectedStagRefusesRemoteInvalidate) {
+  Connect();
+  iwarp_mr keep =
+      a_.Reg(8192, 4096, IWARP_ACCESS_REMOTE_WRITE | IWARP_ACCESS_NO_REMOTE_INVALIDATE);
+  a_.PostRecv(1, a_.mr.addr, 64, a_.mr.stag);
+  b_.Post(1, IWARP_WR_SEND_WITH_INV, b_.mr.addr, 4, b_.mr.stag, 0, 0, keep.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_OP_ERR, 0, 1, 0x09);  // STag cannot be invalidated
+  EXPECT_EQ(a_.Wc().status, IWARP_WC_REM_OP_ERR);
+}
+
+TEST_F(Loopback, LocalInvalidateStopsRemoteAccess) {
+  Connect();
+  iwarp_mr m = a_.Reg(0, 4096, IWARP_ACCESS_REMOTE_READ);
+  ASSERT_EQ(iwarp_invalidate_stag(a_.s, m.stag), 0);
+  EXPECT_EQ(iwarp_invalidate_stag(a_.s, m.stag), -EINVAL);  // already invalid
+  b_.Post(1, IWARP_WR_RDMA_READ, b_.mr.addr, 16, b_.mr.stag, m.addr, m.stag);
+  ExpectTerm(b_.Wc(), IWARP_WC_REM_ACCESS_ERR, 0, 1, 0x00);
+}
+
+TEST_F(Loopback, ZeroLengthWriteChecksNothingAndCompletes) {
+  Connect();
+  // RFC 5041 5.2: STag and TO of a zero-length tagged message are not checked.
+  b_.Post(1, IWARP_WR_RDMA_WRITE, b_.mr.addr, 0, b_.mr.stag, 0, 0x12345678);
+  iwarp_wc wc = b_.Wc();
+  EXPECT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, 0u);
+}
+
+TEST_F(Loopback, BlockingWaitWakesOnCompletion) {
+  Connect();
+  a_.PostRecv(1, a_.mr.addr, 64, a_.mr.stag);
+  // Let the server fall asleep (idle rounds), so the doorbell path is used.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const uint64_t doorbells = host_.stats().doorbells;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    b_.Post(1, IWARP_WR_SEND, b_.mr.addr, 4, b_.mr.stag);
+  });
+  EXPECT_EQ(iwarp_cq_wait(a_.cq, 5000), 0);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  sender.join();
+  EXPECT_GE(waited, std::chrono::milliseconds(140));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000));  // woken, not timed out
+  iwarp_wc wc;
+  ASSERT_EQ(iwarp_poll_cq(a_.cq, &wc, 1), 1);
+  EXPECT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(iwarp_cq_wait(a_.cq, 50), -ETIMEDOUT);
+  // The sleeping server was woken by the application's doorbell.
+  EXPECT_GE(host_.stats().doorbells, doorbells + 1);
+}
+
+TEST_F(Loopback, DaemonLossIsAnEventNotAHang) {
+  Connect();
+  host_.Stop();
+  iwarp_event ev{};
+  ASSERT_EQ(iwarp_get_event(a_.s, &ev, 5000), 1);
+  // Pending events (none here) come first; then the fatal one.
+  while (ev.type != IWARP_EVENT_DEVICE_FATAL && iwarp_get_event(a_.s, &ev, 5000) == 1) {
+  }
+  EXPECT_EQ(ev.type, IWARP_EVENT_DEVICE_FATAL);
+  EXPECT_EQ(iwarp_cq_wait(b_.cq, 5000), -EPIPE);
+  uint32_t pd;
+  EXPECT_EQ(iwarp_alloc_pd(b_.s, &pd), -EPIPE);
+}
+
+TEST(LoopbackLimits, PerSessionLimitsAndCredentials) {
+  SessionServerOptions o;
+  o.max_qps_per_session = 1;
+  o.max_registered_bytes_per_session = 1 << 16;
+  TestHost host(o);
+  ASSERT_TRUE(host.ok());
+  App a;
+  a.Open(host.socket_path());  // one QP, 64 KiB registered
+  iwarp_qp* qp2 = nullptr;
+  iwarp_qp_attr attr{a.pd, a.cq, a.cq, 4, 4};
+  EXPECT_EQ(iwarp_create_qp(a.s, &attr, &qp2), -EDQUOT);
+  iwarp_mr m{};
+  EXPECT_EQ(iwarp_reg_mr(a.s, a.pd, a.mem, 1, 0, &m), -EDQUOT);
+  attr.sq_depth = 1u << 20;  // beyond max_queue_depth
+  EXPECT_EQ(iwarp_create_qp(a.s, &attr, &qp2), -EINVAL);
+  a.Close();
+
+  SessionServerOptions strict;
+  strict.allowed_uids = {getuid() + 1};
+  TestHost locked(strict);
+  ASSERT_TRUE(locked.ok());
+  iwarp_session* s = nullptr;
+  EXPECT_LT(iwarp_open(locked.socket_path().c_str(), &s), 0);
+  EXPECT_EQ(locked.stats().sessions_refused, 1u);
+}
+
+TEST(LoopbackMemory, OwnMemfdMustBeSealed) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  App a;
+  a.Open(host.socket_path());
+  const int fd = memfd_create("app-own", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 1 << 16), 0);
+  void* p = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  iwarp_mr m{};
+  EXPECT_EQ(iwarp_reg_mr_fd(a.s, a.pd, fd, 4096, 8192, static_cast<uint8_t*>(p) + 4096,
+                            kAllAccess, &m), -EINVAL);
+  EXPECT_NE(std::string(iwarp_last_error(a.s)).find("F_SEAL_SHRINK"), std::string::npos);
+  ASSERT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  ASSERT_EQ(iwarp_reg_mr_fd(a.s, a.pd, fd, 4096, 8192, static_cast<uint8_t*>(p) + 4096,
+                            kAllAccess, &m), 0)
+      << iwarp_last_error(a.s);
+  // Read our own memfd range back through the daemon (a QP to ourselves).
+  App b;
+  b.Open(host.socket_path());
+  iwarp_addr addr{0, 7100};
+  uint32_t lid;
+  ASSERT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
+  ASSERT_EQ(iwarp_connect(b.qp, &addr, nullptr, 0), 0);
+  iwarp_event req = a.Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(a.s, req.request_id, a.qp, nullptr, 0), 0);
+  b.Event(IWARP_EVENT_ESTABLISHED);
+  std::memcpy(static_cast<uint8_t*>(p) + 4096 + 100, "own-memfd", 9);
+  b.Post(1, IWARP_WR_RDMA_READ, b.mr.addr, 9, b.mr.stag, m.addr + 100, m.stag);
+  EXPECT_EQ(b.Wc().status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(b.mem, "own-memfd", 9), 0);
+  // Hugetlb allocation (falls back to normal pages when none are reserved).
+  void* h = nullptr;
+  ASSERT_EQ(iwarp_mem_alloc(a.s, 1 << 21, IWARP_MEM_HUGETLB, &h), 0);
+  EXPECT_EQ(iwarp_reg_mr(a.s, a.pd, h, 1 << 21, kAllAccess, &m), 0) << iwarp_last_error(a.s);
+  a.Close();
+  b.Close();
+  munmap(p, 1 << 16);
+  close(fd);
+}
+
+size_t CountFds() {
+  size_t n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  while (readdir(d) != nullptr) ++n;
+  closedir(d);
+  return n;
+}
+
+size_t CountMaps() {
+  std::ifstream in("/proc/self/maps");
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+// Sessions, QPs, CQs and MRs created and destroyed in a loop: the server
+// process (this one) ends with the fds, mappings and STag slots it started
+// with.
+TEST(LoopbackStress, CreateDestroyLoopLeaksNothing) {
+  SessionServerOptions o;
+  o.stag_table_size = 64;  // slot reuse must work, not just a big table
+  TestHost host(o);
+  ASSERT_TRUE(host.ok());
+  auto round = [&](int i) {
+    App a, b;
+    a.Open(host.socket_path());
+    b.Open(host.socket_path());
+    iwarp_mr extra[4];
+    for (auto& m : extra) m = a.Reg(0, 4096, IWARP_ACCESS_REMOTE_WRITE);
+    ASSERT_EQ(iwarp_dereg_mr(a.s, extra[1].stag), 0);
+    if (i % 2 == 0) {
+      iwarp_addr addr{0, static_cast<uint16_t>(8000 + i)};
+      uint32_t lid;
+      ASSERT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
+      ASSERT_EQ(iwarp_connect(b.qp, &addr, nullptr, 0), 0);
+      iwarp_event req = a.Event(IWARP_EVENT_CONNECT_REQUEST);
+      ASSERT_EQ(iwarp_accept(a.s, req.request_id, a.qp, nullptr, 0), 0);
+      b.Event(IWARP_EVENT_ESTABLISHED);
+      b.Post(1, IWARP_WR_RDMA_WRITE, b.mr.addr, 64, b.mr.stag, extra[0].addr, extra[0].stag);
+      EXPECT_EQ(b.Wc().status, IWARP_WC_SUCCESS);
+    }
+    if (i % 3 == 0) {
+      // Orderly teardown through the API.
+      EXPECT_EQ(iwarp_destroy_qp(a.qp), 0);
+      EXPECT_EQ(iwarp_destroy_cq(a.cq), 0);
+      EXPECT_EQ(iwarp_dereg_mr(a.s, a.mr.stag), 0);
+    }
+    a.Close();  // everything else by closing the session
+    b.Close();
+  };
+  round(0);  // warm-up: lazily created allocator and libc state
+  ASSERT_TRUE(testing::Test::HasFailure() == false);
+  auto settle = [&] {
+    for (int i = 0; i < 500 && host.stats().sessions_active != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  settle();
+  const size_t fds = CountFds(), maps = CountMaps();
+  for (int i = 1; i <= 150; ++i) {
+    round(i);
+    if (testing::Test::HasFailure()) break;
+  }
+  settle();
+  const SessionServerStats s = host.stats();
+  EXPECT_EQ(s.sessions_active, 0u);
+  EXPECT_EQ(s.sessions_opened, 302u);
+  EXPECT_EQ(s.qps_active, 0u);
+  EXPECT_EQ(s.cqs_active, 0u);
+  EXPECT_EQ(s.mrs_active, 0u);
+  EXPECT_EQ(s.stags_in_use, 0u);
+  EXPECT_EQ(s.mapped_bytes, 0u);
+  EXPECT_EQ(s.registered_bytes, 0u);
+  EXPECT_EQ(CountFds(), fds);
+  EXPECT_EQ(CountMaps(), maps);
+}
+
+}  // namespace
+}  // namespace iwarp::appif
