@@ -48,7 +48,9 @@ namespace iwarp {
   X(kNoMbuf, "no_mbuf", "mbuf pool exhausted")                                  \
   X(kSteerRingFull, "steer_ring_full", "ring to the owning worker was full")    \
   /* Receive side */                                                            \
-  X(kRxMultiSegment, "rx_multi_segment", "chained mbuf received (scattered RX not supported)")
+  X(kRxMultiSegment, "rx_multi_segment", "chained mbuf received (scattered RX not supported)") \
+  /* Impairment stage */                                                        \
+  X(kImpairDrop, "impair_drop", "dropped by a configured impairment rule")
 
 enum class DropReason : uint16_t {
 #define IWARP_DROP_ENUM(name, wire, desc) name,

@@ -59,6 +59,13 @@ constexpr uint64_t kMaxArpTimeoutS = 86400;
 constexpr uint64_t kMaxArpPending = 1024;
 constexpr uint64_t kMinArpRetryMs = 10;
 constexpr uint64_t kMaxArpRetryMs = 60000;
+// ports[].impairment
+constexpr size_t kMaxImpairRules = 16;  // per port and direction
+constexpr uint64_t kMaxImpairEvery = 1000000;
+constexpr uint64_t kMaxImpairPpm = 1000000;
+constexpr uint64_t kMaxImpairDelayMs = 10000;
+constexpr uint64_t kMaxImpairReorderGap = 64;
+constexpr uint64_t kMaxImpairMinPayload = 65535;
 
 // EAL options that a schema key owns; passing them in extra_args would make
 // two sources of truth.
@@ -299,6 +306,10 @@ class Loader {
   bool ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool ReadPort(const YAML::Node& item, const std::string& path);
   bool ReadInterface(const YAML::Node& item, const std::string& path);
+  bool ReadImpairment(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                      ImpairmentConfig* out);
+  bool ReadImpairRule(const YAML::Node& item, const std::string& path,
+                      std::vector<ImpairRule>* out);
   bool ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool CheckWhole();
 
@@ -485,6 +496,24 @@ constexpr std::pair<absl::string_view, HugepageMode> kHugepageNames[] = {
 constexpr std::pair<absl::string_view, LogLevel> kLogLevelNames[] = {
     {"error", LogLevel::kError}, {"warning", LogLevel::kWarning}, {"notice", LogLevel::kNotice},
     {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug}};
+constexpr std::pair<absl::string_view, ImpairAction> kImpairActionNames[] = {
+    {"drop", ImpairAction::kDrop},   {"duplicate", ImpairAction::kDuplicate},
+    {"reorder", ImpairAction::kReorder}, {"delay", ImpairAction::kDelay},
+    {"corrupt", ImpairAction::kCorrupt}};
+constexpr std::pair<absl::string_view, ImpairProtocol> kImpairProtocolNames[] = {
+    {"any", ImpairProtocol::kAny}, {"tcp", ImpairProtocol::kTcp},
+    {"udp", ImpairProtocol::kUdp}, {"icmp", ImpairProtocol::kIcmp}};
+constexpr std::pair<absl::string_view, CorruptChecksum> kCorruptChecksumNames[] = {
+    {"stale", CorruptChecksum::kStale}, {"fixed", CorruptChecksum::kFixed}};
+
+template <typename E, size_t N>
+absl::string_view NameOf(E e, const std::pair<absl::string_view, E> (&names)[N]) {
+  for (const auto& n : names) {
+    if (n.second == e) return n.first;
+  }
+  return "unknown";
+}
+
 
 bool Loader::ReadVersion(const YAML::Node& top) {
   constexpr absl::string_view kAllowed = "allowed: 1 (this iwarpd reads schema version 1)";
@@ -644,6 +673,10 @@ bool Loader::ReadPort(const YAML::Node& item, const std::string& path) {
                  return true;
                }},
               {"promiscuous", Bool(&port.promiscuous)},
+              {"impairment",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 return ReadImpairment(k, v, p, &port.impairment);
+               }},
           })) {
     return false;
   }
@@ -671,6 +704,101 @@ bool Loader::ReadPort(const YAML::Node& item, const std::string& path) {
                 "each port must name a different device (vdev names carry a number, e.g. net_tap1)");
   }
   config_.ports.push_back(std::move(port));
+  return true;
+}
+
+bool Loader::ReadImpairment(const YAML::Node& key, const YAML::Node& value,
+                            const std::string& path, ImpairmentConfig* out) {
+  auto rules = [this](std::vector<ImpairRule>* list) {
+    return [this, list](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      return ReadList(k, v, p, 0, kMaxImpairRules, "impairment rules",
+                      [this, list](const YAML::Node& item, const std::string& ip) {
+                        return ReadImpairRule(item, ip, list);
+                      });
+    };
+  };
+  return ReadSection(key, value, path,
+                     {
+                         {"seed", Uint(&out->seed, {0, UINT64_MAX / 2})},
+                         {"rx", rules(&out->rx)},
+                         {"tx", rules(&out->tx)},
+                     });
+}
+
+bool Loader::ReadImpairRule(const YAML::Node& item, const std::string& path,
+                            std::vector<ImpairRule>* out) {
+  const YAML::Mark mark = item.Mark();
+  if (!item.IsMap()) {
+    return Fail(mark, path, "expected a mapping",
+                "write each rule as '- action: drop|duplicate|reorder|delay|corrupt' followed by "
+                "its filter and selection keys");
+  }
+  ImpairRule r;
+  YAML::Mark first_mark, last_mark;
+  bool has_first = false, has_last = false;
+  std::vector<absl::string_view> given;
+  auto note = [&given](absl::string_view key, Reader read) {
+    return [&given, key, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      given.push_back(key);
+      return read(k, v, p);
+    };
+  };
+  if (!WalkMap(
+          item, mark, path,
+          {
+              {"action", Enum(&r.action, kImpairActionNames),
+               "add 'action: drop|duplicate|reorder|delay|corrupt'"},
+              {"protocol", Enum(&r.protocol, kImpairProtocolNames)},
+              {"port", Uint(&r.l4_port, {0, 65535})},
+              {"min_payload", Uint(&r.min_payload, {0, kMaxImpairMinPayload})},
+              {"every", Uint(&r.every, {1, kMaxImpairEvery})},
+              {"first",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 has_first = true;
+                 first_mark = v.Mark();
+                 return Uint(&r.first, {1, UINT64_MAX / 2})(k, v, p);
+               }},
+              {"last",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 has_last = true;
+                 last_mark = v.Mark();
+                 return Uint(&r.last, {1, UINT64_MAX / 2})(k, v, p);
+               }},
+              {"probability_ppm", Uint(&r.probability_ppm, {0, kMaxImpairPpm})},
+              {"delay_ms", note("delay_ms", Uint(&r.delay_ms, {1, kMaxImpairDelayMs}))},
+              {"reorder_gap", note("reorder_gap", Uint(&r.reorder_gap, {1, kMaxImpairReorderGap}))},
+              {"checksum", note("checksum", Enum(&r.corrupt_checksum, kCorruptChecksumNames))},
+          })) {
+    return false;
+  }
+  if (has_first && has_last && r.last < r.first) {
+    return Fail(last_mark, path + ".last",
+                absl::StrCat("last ", r.last, " is before first ", r.first),
+                "allowed: last >= first (both count matching packets from 1)");
+  }
+  if (r.protocol == ImpairProtocol::kIcmp && r.l4_port != 0) {
+    return Fail(mark, path + ".port", "ICMP has no ports",
+                "allowed: port with protocol tcp, udp or any (remove port or change protocol)");
+  }
+  // An action parameter on a rule of another action is a mistake, not a no-op.
+  struct Param {
+    absl::string_view key;
+    ImpairAction action;
+  };
+  constexpr Param kParams[] = {{"delay_ms", ImpairAction::kDelay},
+                               {"reorder_gap", ImpairAction::kReorder},
+                               {"checksum", ImpairAction::kCorrupt}};
+  for (absl::string_view key : given) {
+    for (const Param& prm : kParams) {
+      if (prm.key == key && prm.action != r.action) {
+        return Fail(mark, Join(path, key),
+                    absl::StrCat(key, " does not apply to action ",
+                                 NameOf(r.action, kImpairActionNames)),
+                    absl::StrCat("allowed: ", key, " only with action ", NameOf(prm.action, kImpairActionNames)));
+      }
+    }
+  }
+  out->push_back(r);
   return true;
 }
 
@@ -1053,6 +1181,21 @@ std::string_view ToString(LogLevel l) {
   return {name.data(), name.size()};
 }
 
+std::string_view ToString(ImpairAction a) {
+  absl::string_view n = NameOf(a, kImpairActionNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(ImpairProtocol p) {
+  absl::string_view n = NameOf(p, kImpairProtocolNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(CorruptChecksum c) {
+  absl::string_view n = NameOf(c, kCorruptChecksumNames);
+  return {n.data(), n.size()};
+}
+
 std::string FormatIpv4(uint32_t a) {
   return absl::StrFormat("%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
 }
@@ -1078,6 +1221,11 @@ std::string DescribeConfig(const Config& c) {
                     p.rx_descriptors, " descriptors, tx queues ", queues(p.tx_queues), " x ",
                     p.tx_descriptors, " descriptors, promiscuous ",
                     p.promiscuous ? "on" : "off", "\n");
+    if (!p.impairment.empty()) {
+      absl::StrAppend(&out, "  port ", absl::CHexEscape(p.name), " impairment: seed ",
+                      p.impairment.seed, ", ", p.impairment.rx.size(), " rx rules, ",
+                      p.impairment.tx.size(), " tx rules\n");
+    }
   }
   if (c.interfaces.empty()) absl::StrAppend(&out, "  interfaces: none\n");
   for (const InterfaceConfig& i : c.interfaces) {
@@ -1123,6 +1271,30 @@ std::string FormatConfigYaml(const Config& c) {
                     "\n    tx_queues: ", p.tx_queues, "\n    rx_descriptors: ", p.rx_descriptors,
                     "\n    tx_descriptors: ", p.tx_descriptors,
                     "\n    promiscuous: ", p.promiscuous ? "true" : "false", "\n");
+    if (!p.impairment.empty()) {
+      absl::StrAppend(&out, "    impairment:\n      seed: ", p.impairment.seed, "\n");
+      auto rules = [&out](absl::string_view dir, const std::vector<ImpairRule>& list) {
+        absl::StrAppend(&out, "      ", dir, ":", list.empty() ? " []" : "", "\n");
+        for (const ImpairRule& r : list) {
+          absl::StrAppend(&out, "        - {action: ", NameOf(r.action, kImpairActionNames),
+                          ", protocol: ", NameOf(r.protocol, kImpairProtocolNames), ", port: ", r.l4_port,
+                          ", min_payload: ", r.min_payload, ", every: ", r.every,
+                          r.first != 0 ? absl::StrCat(", first: ", r.first) : "",
+                          r.last != 0 ? absl::StrCat(", last: ", r.last) : "",
+                          ", probability_ppm: ", r.probability_ppm);
+          if (r.action == ImpairAction::kDelay) absl::StrAppend(&out, ", delay_ms: ", r.delay_ms);
+          if (r.action == ImpairAction::kReorder) {
+            absl::StrAppend(&out, ", reorder_gap: ", r.reorder_gap);
+          }
+          if (r.action == ImpairAction::kCorrupt) {
+            absl::StrAppend(&out, ", checksum: ", NameOf(r.corrupt_checksum, kCorruptChecksumNames));
+          }
+          out += "}\n";
+        }
+      };
+      rules("rx", p.impairment.rx);
+      rules("tx", p.impairment.tx);
+    }
   }
   out += c.interfaces.empty() ? "interfaces: []\n" : "interfaces:\n";
   for (const InterfaceConfig& i : c.interfaces) {

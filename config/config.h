@@ -41,6 +41,46 @@ struct EalConfig {
   friend bool operator==(const EalConfig&, const EalConfig&) = default;
 };
 
+// ---- Impairment stage (ports[].impairment) --------------------------------
+// Faults the data plane injects on one port and direction, since the test
+// machines have no netem. See config/examples/reference.yaml.
+enum class ImpairAction { kDrop, kDuplicate, kReorder, kDelay, kCorrupt };
+enum class ImpairProtocol { kAny, kTcp, kUdp, kIcmp };
+// kStale: the L4 checksum is left as it was, so the receiver's checksum check
+// discards the packet. kFixed: the checksum is updated (RFC 1624) so the
+// damage reaches the layers above the transport.
+enum class CorruptChecksum { kStale, kFixed };
+
+struct ImpairRule {
+  ImpairAction action = ImpairAction::kDrop;
+  // Filter: which IPv4 packets the rule counts. Non-IPv4 frames never match.
+  ImpairProtocol protocol = ImpairProtocol::kAny;
+  uint16_t l4_port = 0;        // TCP/UDP source or destination port; 0 = any
+  uint32_t min_payload = 0;    // L4 payload bytes at least
+  // Selection among the matching packets, all of which must hold: the Nth,
+  // 2Nth, ... (every), the 1-based match index within [first, last] (0 = no
+  // bound), and a seeded random draw (parts per million).
+  uint32_t every = 1;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  uint32_t probability_ppm = 1000000;
+  // Action parameters.
+  uint32_t delay_ms = 10;      // delay
+  uint32_t reorder_gap = 3;    // reorder: later packets that overtake the held one
+  CorruptChecksum corrupt_checksum = CorruptChecksum::kStale;
+
+  friend bool operator==(const ImpairRule&, const ImpairRule&) = default;
+};
+
+struct ImpairmentConfig {
+  uint64_t seed = 1;  // generator seed (mixed with port, direction and worker)
+  std::vector<ImpairRule> rx;  // applied to received frames before the stack
+  std::vector<ImpairRule> tx;  // applied to frames about to be transmitted
+
+  bool empty() const { return rx.empty() && tx.empty(); }
+  friend bool operator==(const ImpairmentConfig&, const ImpairmentConfig&) = default;
+};
+
 struct PortConfig {
   std::string name;          // operator's name, unique; used by interfaces
   std::string vdev;          // DPDK vdev spec, e.g. "net_tap0,iface=iw0"
@@ -51,6 +91,7 @@ struct PortConfig {
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
   bool promiscuous = false;
+  ImpairmentConfig impairment;
 
   friend bool operator==(const PortConfig&, const PortConfig&) = default;
 };
@@ -135,6 +176,9 @@ absl::StatusOr<Config> LoadConfigString(std::string_view yaml,
 
 std::string_view ToString(HugepageMode m);
 std::string_view ToString(LogLevel l);
+std::string_view ToString(ImpairAction a);
+std::string_view ToString(ImpairProtocol p);
+std::string_view ToString(CorruptChecksum c);
 std::string FormatIpv4(uint32_t host_order_addr);
 
 // Multi-line human summary of a loaded config, for the start-up log. Every

@@ -385,8 +385,8 @@ TEST(ConfigErrors, Ports) {
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n    mtus: 9000\n"
                   "workers: {lcores: [1]}\n"),
             "t.yaml:5:5: ports[0].mtus: unknown key; allowed keys: name, vdev, pci, mtu, "
-            "rx_queues, tx_queues, rx_descriptors, tx_descriptors, promiscuous (did you mean "
-            "'mtu'?)");
+            "rx_queues, tx_queues, rx_descriptors, tx_descriptors, promiscuous, impairment "
+            "(did you mean 'mtu'?)");
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
                   "    rx_descriptors: 1000\nworkers: {lcores: [1]}\n"),
             "t.yaml:5:21: ports[0].rx_descriptors: 1000 is not a power of two; allowed: a power "
@@ -609,6 +609,85 @@ TEST(ConfigErrors, AliasesResolveToTheAnchor) {
   EXPECT_EQ(Error2("eal: {memory_mb: &m 8}\narp: {retry_ms: *m}\n"),
             "t.yaml:7:18: eal.memory_mb: 8 is out of range; allowed: an integer from 64 to "
             "1048576");
+}
+
+// kMinimal's port with an impairment section `imp` (indented under the port).
+std::string WithImpairment(const std::string& imp) {
+  return Error(std::string("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
+                           "    impairment:\n") +
+               imp + "workers: {lcores: [1]}\n");
+}
+
+TEST(ConfigImpairment, ParsesRules) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      "version: 1\nports:\n  - name: p0\n    vdev: net_null0\n    impairment:\n"
+      "      seed: 42\n"
+      "      rx:\n"
+      "        - {action: drop, protocol: tcp, port: 9, every: 100}\n"
+      "        - {action: corrupt, min_payload: 1, first: 5, last: 7, checksum: fixed}\n"
+      "      tx:\n"
+      "        - {action: delay, delay_ms: 30, probability_ppm: 50000}\n"
+      "        - {action: reorder, reorder_gap: 2}\n"
+      "        - {action: duplicate, protocol: udp}\n"
+      "workers: {lcores: [1]}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const ImpairmentConfig& imp = c->ports[0].impairment;
+  EXPECT_EQ(imp.seed, 42u);
+  ASSERT_EQ(imp.rx.size(), 2u);
+  ASSERT_EQ(imp.tx.size(), 3u);
+  EXPECT_EQ(imp.rx[0].action, ImpairAction::kDrop);
+  EXPECT_EQ(imp.rx[0].protocol, ImpairProtocol::kTcp);
+  EXPECT_EQ(imp.rx[0].l4_port, 9);
+  EXPECT_EQ(imp.rx[0].every, 100u);
+  EXPECT_EQ(imp.rx[1].action, ImpairAction::kCorrupt);
+  EXPECT_EQ(imp.rx[1].first, 5u);
+  EXPECT_EQ(imp.rx[1].last, 7u);
+  EXPECT_EQ(imp.rx[1].min_payload, 1u);
+  EXPECT_EQ(imp.rx[1].corrupt_checksum, CorruptChecksum::kFixed);
+  EXPECT_EQ(imp.tx[0].delay_ms, 30u);
+  EXPECT_EQ(imp.tx[0].probability_ppm, 50000u);
+  EXPECT_EQ(imp.tx[1].reorder_gap, 2u);
+  EXPECT_EQ(imp.tx[2].protocol, ImpairProtocol::kUdp);
+  // And it survives --check-config's rendering.
+  absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << FormatConfigYaml(*c);
+  EXPECT_EQ(again->ports[0].impairment, imp);
+}
+
+TEST(ConfigImpairment, Errors) {
+  EXPECT_EQ(WithImpairment("      rx:\n        - {protocol: tcp}\n"),
+            "t.yaml:7:11: ports[0].impairment.rx[0].action: missing required key; add 'action: "
+            "drop|duplicate|reorder|delay|corrupt'");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: mangle}\n"),
+            "t.yaml:7:20: ports[0].impairment.rx[0].action: 'mangle' is not a known value; "
+            "allowed: drop, duplicate, reorder, delay, corrupt");
+  EXPECT_EQ(WithImpairment("      tx:\n        - {action: drop, every: 0}\n"),
+            "t.yaml:7:33: ports[0].impairment.tx[0].every: 0 is out of range; allowed: an "
+            "integer from 1 to 1000000");
+  EXPECT_EQ(WithImpairment("      tx:\n        - {action: drop, probability_ppm: 1000001}\n"),
+            "t.yaml:7:43: ports[0].impairment.tx[0].probability_ppm: 1000001 is out of range; "
+            "allowed: an integer from 0 to 1000000");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: drop, first: 9, last: 3}\n"),
+            "t.yaml:7:42: ports[0].impairment.rx[0].last: last 3 is before first 9; allowed: "
+            "last >= first (both count matching packets from 1)");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: drop, delay_ms: 5}\n"),
+            "t.yaml:7:11: ports[0].impairment.rx[0].delay_ms: delay_ms does not apply to action "
+            "drop; allowed: delay_ms only with action delay");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: corrupt, checksum: wrong}\n"),
+            "t.yaml:7:39: ports[0].impairment.rx[0].checksum: 'wrong' is not a known value; "
+            "allowed: stale, fixed");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: drop, protocol: icmp, port: 7}\n"),
+            "t.yaml:7:11: ports[0].impairment.rx[0].port: ICMP has no ports; allowed: port with "
+            "protocol tcp, udp or any (remove port or change protocol)");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: delay, delay_ms: 10001}\n"),
+            "t.yaml:7:37: ports[0].impairment.rx[0].delay_ms: 10001 is out of range; allowed: an "
+            "integer from 1 to 10000");
+  EXPECT_EQ(WithImpairment("      rx: drop\n"),
+            "t.yaml:6:11: ports[0].impairment.rx: expected a list; allowed: a list of 0 to 16 "
+            "impairment rules");
+  EXPECT_EQ(WithImpairment("      rz: []\n"),
+            "t.yaml:6:7: ports[0].impairment.rz: unknown key; allowed keys: seed, rx, tx (did "
+            "you mean 'rx'?)");
 }
 
 }  // namespace

@@ -57,7 +57,49 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
     tx_.push_back(tx);
     pool_[p.port_id] = p.pool;
     soft_steer_[p.port_id] = p.steering == Steering::kSoftware;
+    for (const config::PortConfig& pc : cfg.ports) {
+      if (pc.name != p.name || p.port_id >= kMaxPorts) continue;
+      const config::ImpairmentConfig& imp = pc.impairment;
+      if (!imp.rx.empty()) {
+        rx_impair_[p.port_id] = std::make_unique<ImpairmentStage>(
+            imp.rx, ImpairmentStage::MixSeed(imp.seed, p.port_id, false, index_), stats_,
+            &rx_glue_);
+        impair_stages_.push_back(rx_impair_[p.port_id].get());
+      }
+      if (!imp.tx.empty()) {
+        tx_impair_[p.port_id] = std::make_unique<ImpairmentStage>(
+            imp.tx, ImpairmentStage::MixSeed(imp.seed, p.port_id, true, index_), stats_,
+            &tx_glue_);
+        impair_stages_.push_back(tx_impair_[p.port_id].get());
+      }
+    }
   }
+}
+
+void Worker::ImpairGlue::Forward(PacketHandle pkt) {
+  rte_mbuf* m = static_cast<rte_mbuf*>(pkt);
+  if (tx_) {
+    worker_->Enqueue(m);
+  } else {
+    worker_->HandlePacket(m, /*steered=*/false, worker_->now_ms_);
+  }
+}
+
+PacketHandle Worker::ImpairGlue::Copy(PacketHandle pkt) {
+  rte_mbuf* m = static_cast<rte_mbuf*>(pkt);
+  rte_mempool* pool = m->port < kMaxPorts ? worker_->pool_[m->port] : nullptr;
+  if (pool == nullptr) pool = m->pool;
+  return rte_pktmbuf_copy(m, pool, 0, UINT32_MAX);
+}
+
+void Worker::ImpairGlue::Release(PacketHandle pkt) {
+  rte_pktmbuf_free(static_cast<rte_mbuf*>(pkt));
+}
+
+size_t Worker::impair_held() const {
+  size_t n = 0;
+  for (const ImpairmentStage* s : impair_stages_) n += s->held();
+  return n;
 }
 
 Worker::~Worker() {
@@ -133,8 +175,16 @@ void Worker::NeighborLearned(uint32_t ip, uint16_t port, const MacAddr& mac) {
   }
 }
 
-// Queues `m` on the TX buffer of m->port; sends a full buffer at once.
 void Worker::Transmit(rte_mbuf* m) {
+  if (m->port < kMaxPorts && tx_impair_[m->port] != nullptr && m->nb_segs == 1) {
+    tx_impair_[m->port]->Process(
+        m, MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)), now_ms_);
+    return;
+  }
+  Enqueue(m);
+}
+
+void Worker::Enqueue(rte_mbuf* m) {
   const int16_t slot = m->port < kMaxPorts ? tx_index_[m->port] : -1;
   if (slot < 0) {
     rte_pktmbuf_free(m);
@@ -219,7 +269,17 @@ uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms
   for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
   stats_->rx_packets.Add(n);
   stats_->rx_bytes.Add(bytes);
-  for (uint16_t i = 0; i < n; ++i) HandlePacket(pkts[i], /*steered=*/false, now_ms);
+  now_ms_ = now_ms;
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    ImpairmentStage* stage = m->port < kMaxPorts ? rx_impair_[m->port].get() : nullptr;
+    if (stage != nullptr && m->nb_segs == 1) {
+      stage->Process(m, MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)),
+                     now_ms);
+    } else {
+      HandlePacket(m, /*steered=*/false, now_ms);
+    }
+  }
   return n;
 }
 
@@ -227,6 +287,7 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   rte_mbuf* pkts[kMaxBurst];
   NeighborUpdate updates[32];
   uint32_t work = 0;
+  now_ms_ = now_ms;
 
   unsigned n = rte_ring_sc_dequeue_burst_elem(neighbor_ring_, updates, sizeof(NeighborUpdate), 32,
                                               nullptr);
@@ -254,6 +315,9 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
     stack_.Tick(now_ms);
     last_tick_ms_ = now_ms;
   }
+  for (ImpairmentStage* stage : impair_stages_) {
+    if (stage->held() != 0) stage->Poll(now_ms);
+  }
   FlushAll();
   return work;
 }
@@ -267,6 +331,7 @@ void Worker::Run() {
       rte_delay_us_sleep(idle_sleep_us_);
     }
   }
+  for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();
   FlushAll();
   DrainRings();
 }

@@ -2,8 +2,11 @@
 //
 //   loop: neighbour updates from other workers
 //         -> frames other workers steered to us
-//         -> rx burst on each owned RX queue -> (software steering) -> L3Stack
-//         -> ARP timers -> flush the per-port TX buffers -> idle back-off
+//         -> rx burst on each owned RX queue -> [rx impairment] -> (software
+//            steering) -> L3Stack
+//         -> ARP timers -> held impaired frames -> flush the per-port TX
+//            buffers (every frame sent passes the port's [tx impairment])
+//         -> idle back-off
 //
 // Contract: a Worker and everything in it (L3 stack, ARP cache, TX buffers,
 // its LcoreStats) belong to its lcore; the only cross-thread entry points are
@@ -24,6 +27,7 @@
 #include "absl/status/status.h"
 #include "config/config.h"
 #include "dataplane/l3/stack.h"
+#include "dataplane/impair/impairment.h"
 #include "dataplane/l3/stats.h"
 #include "dataplane/port.h"
 
@@ -75,6 +79,8 @@ class Worker final : public L3Sink {
   uint64_t NowMs() const;
 
   const L3Stack& stack() const { return stack_; }
+  // Frames the impairment stages of this worker hold (delay, reorder).
+  size_t impair_held() const;
 
   uint32_t index() const { return index_; }
   uint32_t lcore() const { return lcore_; }
@@ -105,8 +111,25 @@ class Worker final : public L3Sink {
   };
   static_assert(sizeof(NeighborUpdate) == 12);
 
+  // Adapts the DPDK-free impairment stages to mbufs: forwards into the RX
+  // path (HandlePacket) or the TX buffers (Enqueue).
+  class ImpairGlue final : public ImpairSink {
+   public:
+    ImpairGlue(Worker* w, bool tx) : worker_(w), tx_(tx) {}
+    void Forward(PacketHandle pkt) override;
+    PacketHandle Copy(PacketHandle pkt) override;
+    void Release(PacketHandle pkt) override;
+
+   private:
+    Worker* worker_;
+    bool tx_;
+  };
+
   void HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms);
+  // Every frame to send: through the port's TX impairment stage, then Enqueue.
   void Transmit(rte_mbuf* m);
+  // Queues `m` on the TX buffer of m->port; sends a full buffer at once.
+  void Enqueue(rte_mbuf* m);
   void Flush(TxBuffer& tx);
   void FlushAll();
   void DrainRings();
@@ -129,6 +152,13 @@ class Worker final : public L3Sink {
   rte_ring* neighbor_ring_ = nullptr;
   uint64_t cycles_per_ms_ = 1;
   uint64_t last_tick_ms_ = 0;
+  uint64_t now_ms_ = 0;  // time of the current poll, for frames the stages release
+  ImpairGlue rx_glue_{this, false};
+  ImpairGlue tx_glue_{this, true};
+  // port id -> impairment stage, nullptr when the port has no rules.
+  std::array<std::unique_ptr<ImpairmentStage>, kMaxPorts> rx_impair_;
+  std::array<std::unique_ptr<ImpairmentStage>, kMaxPorts> tx_impair_;
+  std::vector<ImpairmentStage*> impair_stages_;  // all of the above, for polling
 };
 
 // rte_eal_remote_launch entry point; `arg` is a Worker*.
