@@ -150,6 +150,72 @@ struct TelemetryConfig {
   friend bool operator==(const TelemetryConfig&, const TelemetryConfig&) = default;
 };
 
+// ---- TCP engine (tcp:) ------------------------------------------------------
+// Mirrors tcp_lite's TcpOptions (the data plane converts); the per-port MTU
+// gives the default MSS. Defaults are the engine's.
+enum class SynCookies { kOff, kOnPressure, kAlways };
+enum class CongestionControl { kNewReno, kCubic };
+
+struct TcpConfig {
+  bool enabled = true;  // false: TCP segments are dropped as ipv4_unknown_protocol
+  uint32_t max_connections = 256;  // per worker, TIME_WAIT included
+  uint32_t max_listeners = 16;     // per worker
+  uint32_t syn_backlog = 128;
+  SynCookies syn_cookies = SynCookies::kOnPressure;
+  uint16_t mss = 0;  // 0: port mtu - 40
+  uint32_t send_buffer_bytes = 256 * 1024;
+  uint32_t receive_buffer_bytes = 256 * 1024;
+  uint32_t max_zero_copy_sends = 64;
+  uint32_t max_send_records = 1024;
+  uint32_t max_ooo_segments = 64;
+  int32_t window_scale = -1;  // -1 = auto
+  bool sack = true;
+  bool timestamps = true;
+  uint32_t delayed_ack_us = 200;
+  bool nagle = false;
+  bool keepalive = false;
+  uint32_t keepalive_idle_s = 7200;
+  uint32_t keepalive_interval_s = 75;
+  uint32_t keepalive_count = 9;
+  uint32_t time_wait_s = 60;
+  uint32_t max_time_wait = 64;
+  uint64_t rto_min_us = 200000;
+  uint64_t rto_max_us = 60000000;
+  uint64_t rto_initial_us = 1000000;
+  uint32_t max_retransmissions = 15;
+  uint32_t max_syn_retransmissions = 6;
+  CongestionControl congestion_control = CongestionControl::kCubic;
+  uint32_t challenge_ack_limit = 1000;
+  uint16_t ephemeral_port_min = 32768;
+  uint16_t ephemeral_port_max = 60999;
+  uint32_t timer_tick_us = 100;
+
+  friend bool operator==(const TcpConfig&, const TcpConfig&) = default;
+};
+
+// ---- Plain TCP services (services:) ----------------------------------------
+// echo:   listens on `port`, sends every byte back.
+// sink:   listens on `port`, counts (and with sha256 hashes) what it receives;
+//         closes when the peer does.
+// source: actively opens `connections` connections to remote:remote_port and
+//         sends `bytes` bytes of the pattern byte[i] = i % 251 on each, then
+//         FIN; hashes what it sent with sha256.
+enum class ServiceType { kEcho, kSink, kSource };
+
+struct ServiceConfig {
+  std::string name;
+  ServiceType type = ServiceType::kEcho;
+  uint16_t port = 0;            // echo, sink: listening port
+  bool sha256 = false;          // sink, source
+  uint32_t remote = 0;          // source: host order
+  uint16_t remote_port = 0;     // source
+  uint64_t bytes = 0;           // source: per connection
+  uint32_t connections = 1;     // source
+  uint32_t start_delay_ms = 0;  // source: after the worker starts
+
+  friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
+};
+
 struct Config {
   int version = kSchemaVersion;
   std::string source;  // file the config came from ("<string>" for tests)
@@ -161,6 +227,8 @@ struct Config {
   ArpConfig arp;
   LoggingConfig logging;
   TelemetryConfig telemetry;
+  TcpConfig tcp;
+  std::vector<ServiceConfig> services;
 
   friend bool operator==(const Config&, const Config&) = default;
 };
@@ -179,6 +247,9 @@ std::string_view ToString(LogLevel l);
 std::string_view ToString(ImpairAction a);
 std::string_view ToString(ImpairProtocol p);
 std::string_view ToString(CorruptChecksum c);
+std::string_view ToString(SynCookies s);
+std::string_view ToString(CongestionControl c);
+std::string_view ToString(ServiceType t);
 std::string FormatIpv4(uint32_t host_order_addr);
 
 // Multi-line human summary of a loaded config, for the start-up log. Every
