@@ -28,6 +28,8 @@
 #include "config/config.h"
 #include "dataplane/l3/stack.h"
 #include "dataplane/impair/impairment.h"
+#include "dataplane/services/tcp_services.h"
+#include "tcp_lite/tcp_stack.h"
 #include "dataplane/l3/stats.h"
 #include "dataplane/port.h"
 
@@ -46,7 +48,24 @@ inline constexpr uint32_t kIdlePollsBeforeSleep = 16;
 // is 32 in Debian's build; checked in worker.cc).
 inline constexpr size_t kMaxPorts = 32;
 
-class Worker final : public L3Sink {
+// What a worker reports about its TCP stack and services, filled on its own
+// lcore on request (Worker::RequestTcpSnapshot) into buffers allocated at
+// start-up.
+struct TcpSnapshot {
+  struct Service {
+    ServiceCounters counters;
+    size_t recent_count = 0;
+    std::array<TransferRecord, TcpService::kRecent> recent{};
+  };
+  bool enabled = false;
+  tcp::TcpStackStats stats;
+  size_t conn_count = 0;                 // valid entries of conns
+  std::vector<tcp::TcpConnInfo> conns;   // capacity tcp.max_connections
+  std::vector<int16_t> conn_service;     // index into services, -1 = none
+  std::vector<Service> services;         // same order as config services
+};
+
+class Worker final : public L3Sink, public tcp::TcpOutput {
  public:
   // `index` is the worker's position in workers.lcores; `stats` and `stop`
   // outlive it. The loop ends once `stop` reads true.
@@ -56,7 +75,8 @@ class Worker final : public L3Sink {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Start-up: creates the rings on the lcore's socket.
+  // Start-up: creates the rings on the lcore's socket, the TCP stack (tcp:)
+  // and the services (services:; a source only on worker 0).
   absl::Status Init();
   // Start-up: the full set of workers (including this one), for steering and
   // neighbour updates.
@@ -75,8 +95,16 @@ class Worker final : public L3Sink {
   // runs the L3 stack, queues replies). Takes ownership of all `n`; returns n.
   uint16_t ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms);
 
-  // Milliseconds on the worker's clock (TSC based).
+  // Milliseconds / microseconds on the worker's clock (TSC based).
   uint64_t NowMs() const;
+  uint64_t NowUs() const;
+
+  // Any thread but the worker's (control path): asks the worker to fill its
+  // TcpSnapshot and waits up to `timeout_ms` for it. On success the snapshot
+  // stays unchanged until the next request; callers serialise requests.
+  const TcpSnapshot* RequestTcpSnapshot(uint32_t timeout_ms);
+  tcp::TcpStack* tcp_stack() { return tcp_.get(); }
+  const std::vector<std::unique_ptr<TcpService>>& services() const { return services_; }
 
   const L3Stack& stack() const { return stack_; }
   // Frames the impairment stages of this worker hold (delay, reorder).
@@ -91,6 +119,11 @@ class Worker final : public L3Sink {
                         const MacAddr& dst) override;
   void FreePacket(PacketHandle pkt) override;
   void NeighborLearned(uint32_t ip, uint16_t port, const MacAddr& mac) override;
+
+  // tcp::TcpOutput (owning lcore only): Ethernet + IPv4 around the segment in
+  // a fresh mbuf, next hop through L3Stack::Resolve.
+  bool EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                   std::span<const ByteSpan> payload) override;
 
  private:
   struct RxQueue {
@@ -133,6 +166,10 @@ class Worker final : public L3Sink {
   void Flush(TxBuffer& tx);
   void FlushAll();
   void DrainRings();
+  absl::Status InitTcp();
+  void PollTcp(uint64_t now_ms);
+  void FillTcpSnapshot();
+  static bool PortOwnedHere(void* worker, const tcp::FourTuple& tuple);
 
   const uint32_t index_;
   const uint32_t lcore_;
@@ -159,6 +196,23 @@ class Worker final : public L3Sink {
   std::array<std::unique_ptr<ImpairmentStage>, kMaxPorts> rx_impair_;
   std::array<std::unique_ptr<ImpairmentStage>, kMaxPorts> tx_impair_;
   std::vector<ImpairmentStage*> impair_stages_;  // all of the above, for polling
+
+  // TCP (tcp:, services:).
+  const config::Config& cfg_;
+  std::vector<uint32_t> local_ips_;
+  std::vector<InterfaceAddress> local_addrs_;
+  uint16_t tcp_mtu_ = 1500;
+  uint32_t worker_count_ = 1;
+  uint64_t hz_ = 1;
+  uint16_t ip_id_ = 0;
+  std::unique_ptr<tcp::IsnGenerator> isn_;
+  std::unique_ptr<tcp::TcpStack> tcp_;
+  ServiceClock clock_;
+  std::vector<std::unique_ptr<TcpService>> services_;
+  TcpSnapshot snapshot_;
+  std::atomic<uint64_t> snapshot_request_{0};
+  std::atomic<uint64_t> snapshot_done_{0};
+  uint64_t snapshot_served_ = 0;
 };
 
 // rte_eal_remote_launch entry point; `arg` is a Worker*.

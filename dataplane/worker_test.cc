@@ -75,6 +75,11 @@ class WorkerTest : public ::testing::Test {
     cfg_.workers.lcores = {1, 2};
     cfg_.mempools.mbufs = 4095;
     cfg_.mempools.cache = 32;
+    // A small TCP stack per worker (its buffers are allocated up front).
+    cfg_.tcp.max_connections = 16;
+    cfg_.tcp.syn_backlog = 8;
+    cfg_.tcp.send_buffer_bytes = 16384;
+    cfg_.tcp.receive_buffer_bytes = 16384;
     // Closing a vdev port releases it: each test gets a device of its own.
     static int instance = 0;
     vdev_ = "net_null" + std::to_string(instance++);
@@ -142,12 +147,16 @@ TEST_F(WorkerTest, SoftwareSteeringHandsEachFlowToItsOwner) {
   EXPECT_EQ(workers_[0]->ReceiveBurst(burst.data(), static_cast<uint16_t>(burst.size()), now), 64);
   EXPECT_EQ(stats_[0].rx_packets.Get(), 64u);
   EXPECT_EQ(stats_[0].steered_out.Get(), owned[1]);
-  // No TCP engine yet: the owner counts the segment as an unknown protocol.
-  EXPECT_EQ(stats_[0].Dropped(DropReason::kIpv4UnknownProtocol), owned[0]);
+  // The owner's TCP stack gets the segment (and drops it: the test frames
+  // carry no valid TCP checksum).
+  const auto tcp_drops = [this](size_t w) {
+    return workers_[w]->tcp_stack()->stats().drops[static_cast<size_t>(DropReason::kTcpBadChecksum)];
+  };
+  EXPECT_EQ(tcp_drops(0), owned[0]);
   EXPECT_EQ(workers_[1]->PollOnce(now), owned[1]);
   EXPECT_EQ(stats_[1].steered_in.Get(), owned[1]);
   EXPECT_EQ(stats_[1].rx_packets.Get(), 0u);
-  EXPECT_EQ(stats_[1].Dropped(DropReason::kIpv4UnknownProtocol), owned[1]);
+  EXPECT_EQ(tcp_drops(1), owned[1]);
   EXPECT_EQ(FreeMbufs(), free_before);  // every mbuf came back
 }
 
