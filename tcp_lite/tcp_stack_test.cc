@@ -830,6 +830,108 @@ TEST_F(StackTest, ZeroWindowAcksAreNotDuplicateAcks) {
   EXPECT_EQ(stack_->stats().fast_retransmits, 0u);
 }
 
+TEST_F(StackTest, SendSpaceIsReportedAfterAFullBuffer) {
+  TcpOptions o = BaseOptions();
+  o.send_buffer_bytes = 4096;
+  Make(o);
+  Accept();
+  const auto data = Pattern(10000, 1);
+  EXPECT_EQ(stack_->Send(conn_, ByteSpan(data), now_), 4096u);
+  EXPECT_EQ(stack_->LastSendStatus(), SendStatus::kNoSpace);
+  EXPECT_EQ(stack_->SendSpace(conn_), 0u);
+  EXPECT_EQ(stack_->SendRecord(conn_, ByteSpan(data).first(100), now_), SendStatus::kNoSpace);
+  auto segs = out_.Take();
+  uint32_t sent = 0;
+  for (auto& w : segs) sent += static_cast<uint32_t>(w.payload.size());
+  EXPECT_EQ(sent, 4096u);
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 + 2896, 512, Ts(110, 0)));
+  EXPECT_EQ(user_.send_space_calls, 1u);
+  EXPECT_EQ(user_.last_space, 2896u);
+  EXPECT_EQ(stack_->SendSpace(conn_), 2896u);
+}
+
+bool OddPortsOnly(void* ctx, const FourTuple& t) {
+  ++*static_cast<int*>(ctx);
+  return t.local_port % 2 == 1;
+}
+
+TEST_F(StackTest, PortFilterChoosesEphemeralPorts) {
+  TcpOptions o = BaseOptions();
+  o.ephemeral_port_min = 50000;
+  o.ephemeral_port_max = 50003;
+  Make(o);
+  int calls = 0;
+  stack_->SetPortFilter(&OddPortsOnly, &calls);
+  auto a = stack_->Connect(kIpA, kIpB, kPeerPort, user_, 0, now_);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(One().h.src_port, 50001);
+  auto b = stack_->Connect(kIpA, kIpB, kPeerPort, user_, 0, now_);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(One().h.src_port, 50003);
+  auto c = stack_->Connect(kIpA, kIpB, kPeerPort, user_, 0, now_);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_GT(calls, 2);
+  // Not our address.
+  EXPECT_EQ(stack_->Connect(kIpB, kIpA, 1, user_, 0, now_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(StackTest, UnlistenResetsHalfOpenConnections) {
+  Make();
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  EXPECT_EQ(stack_->Listen(kPort, user_).code(), absl::StatusCode::kAlreadyExists);
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  One();
+  ASSERT_TRUE(stack_->Unlisten(kPort).ok());
+  EXPECT_TRUE(One().Has(kFlagRst));
+  EXPECT_EQ(stack_->connection_count(), 0u);
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  EXPECT_TRUE(One().Has(kFlagRst));  // nobody listens any more
+}
+
+TEST_F(StackTest, TxNoBufferIsRecoveredByRetransmission) {
+  Make();
+  Accept();
+  out_.fail_next_ = 1;
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();  // offered to the data plane, which had no buffer
+  EXPECT_EQ(Drops(DropReason::kTcpTxNoBuffer), 1u);
+  Advance(1'000'200);
+  Wire r = One();
+  EXPECT_EQ(r.payload.size(), 100u);
+  EXPECT_EQ(r.h.seq, Seq32(iss_ + 1));
+}
+
+TEST_F(StackTest, SynBacklogFullWithoutCookiesDrops) {
+  TcpOptions o = BaseOptions();
+  o.syn_backlog = 1;
+  o.syn_cookies = SynCookieMode::kOff;
+  Make(o);
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  One();
+  SegBuilder p2 = peer_;
+  p2.src_port = 40001;
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagSyn, 5000, 0, 65535, SynOpts())), now_);
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(Drops(DropReason::kTcpSynBacklogFull), 1u);
+}
+
+TEST_F(StackTest, SynReceivedTimesOutAndFreesTheBacklog) {
+  TcpOptions o = BaseOptions();
+  o.max_syn_retransmissions = 1;
+  Make(o);
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  One();
+  Advance(1'000'200);
+  EXPECT_EQ(One().h.flags, kFlagSyn | kFlagAck);  // SYN-ACK retransmitted
+  Advance(2'000'200);
+  EXPECT_TRUE(One().Has(kFlagRst));
+  EXPECT_EQ(stack_->connection_count(), 0u);
+  EXPECT_TRUE(user_.events.empty());  // the listener never saw it
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
