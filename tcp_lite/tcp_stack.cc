@@ -1175,6 +1175,14 @@ struct TcpStack::Impl {
     const bool acceptable = Acceptable(c, h.seq, seg_len);
     if (!acceptable) {
       if (h.Has(kFlagRst)) return Drop(DropReason::kTcpRstOutOfWindow);
+      // RFC 9293 3.10.7.4: with a zero receive window, valid ACKs are still
+      // processed; only the data is refused.
+      if (h.seq == c.reasm->rcv_nxt() && h.Has(kFlagAck) && !h.Has(kFlagSyn) &&
+          c.state != TcpState::kSynReceived) {
+        if (!ProcessAck(c, seg, o) || !Alive(c, gen)) return;
+        TrySend(c);
+        if (!Alive(c, gen)) return;
+      }
       Drop(seg.payload.empty() ? DropReason::kTcpOutOfWindow
                                : (h.seq + static_cast<uint32_t>(seg.payload.size()) <=
                                           c.reasm->rcv_nxt()

@@ -932,6 +932,25 @@ TEST_F(StackTest, SynReceivedTimesOutAndFreesTheBacklog) {
   EXPECT_TRUE(user_.events.empty());  // the listener never saw it
 }
 
+TEST_F(StackTest, AckIsProcessedWhenOurWindowIsZero) {
+  TcpOptions o = BaseOptions();
+  o.receive_buffer_bytes = 2048;
+  o.delayed_ack_us = 0;
+  Make(o);
+  Accept();
+  user_.consume_limit = 0;
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0), Pattern(2048, 1)));
+  EXPECT_EQ(One().h.window, 0);
+  stack_->Send(conn_, ByteSpan(Pattern(100, 2)), now_);
+  One();
+  // The peer's next data does not fit, but its ACK of our 100 bytes counts.
+  In(peer_.Build(kFlagAck, kPeerIsn + 2049, iss_ + 101, 512, Ts(111, 0), Pattern(10, 3)));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.unacked_bytes, 0u);
+  EXPECT_EQ(info.bytes_out, 100u);
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
