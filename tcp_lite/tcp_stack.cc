@@ -1,3 +1,24 @@
+// TcpStack implementation. Layout: a fixed table of Conn slots (hash chains
+// by 4-tuple, a free list, a FIFO of TIME-WAIT slots), one timer wheel with
+// three timers per connection (retransmission / persist / TIME-WAIT share one,
+// delayed ACK, keepalive), and per-slot rings allocated by Create().
+//
+// Choices where the RFCs leave room, and known simplifications:
+//  - RTT is measured with one timed segment per window (RFC 6298 with Karn's
+//    rule), in microseconds; timestamps (millisecond TSval) serve PAWS and the
+//    echo only. A segment without timestamps on a timestamp connection is
+//    accepted (RFC 7323 3.2 says SHOULD drop; Linux accepts).
+//  - SACK recovery follows RFC 6675 with pipe computed from the scoreboard
+//    (bytes above the highest SACKed byte plus retransmitted hole bytes) and
+//    NextSeg rules (1) and (2); rule (3)/(4) (rescue retransmission) are not
+//    implemented. The scoreboard keeps 16 ranges and is cleared on RTO.
+//  - After an RTO the sender goes back to SND.UNA (RFC 5681 3.1) and resends
+//    within cwnd, skipping ranges still SACKed.
+//  - The zero-window probe is one byte of new data (RFC 9293 3.8.6.1); the
+//    persist timer backs off and never gives up (RFC 1122 4.2.2.17).
+//  - Data carried on a SYN is not accepted (it is retransmitted by the peer).
+//  - Receiver SWS avoidance: a window update is sent when the user consumes
+//    data and the window the peer knows has dropped below min(buffer/2, 4 MSS).
 #include "tcp_lite/tcp_stack.h"
 
 #include <algorithm>
