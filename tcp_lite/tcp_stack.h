@@ -44,6 +44,8 @@
 #include <span>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/bytes.h"
 #include "common/drop_reasons.h"
 #include "tcp_lite/tcp_cc.h"
@@ -338,9 +340,9 @@ class TcpStack {
  public:
   // Control path, at worker start-up: validates `options` and allocates every
   // table and buffer. `local_ips` (host order) are the addresses this stack
-  // answers for; segments to others are dropped. `output` must outlive the
-  // stack. `isn` supplies ISNs and SYN cookies (one per daemon is fine: it is
-  // immutable). `now_us` starts the virtual clock.
+  // answers for; segments to others are dropped. `output` and `isn` must
+  // outlive the stack. `isn` supplies ISNs and SYN cookies (one per daemon is
+  // fine: it is immutable). `now_us` starts the clock.
   static absl::StatusOr<std::unique_ptr<TcpStack>> Create(const TcpOptions& options,
                                                           std::span<const uint32_t> local_ips,
                                                           TcpOutput& output,
