@@ -1601,7 +1601,31 @@ struct TcpStack::Impl {
     c.reasm->SetWindow(static_cast<uint32_t>(edge - rcv_nxt0));
     InsertResult last;
     bool any_ooo = false;
-    if (a < b) {
+    bool direct = false;
+    if (a < b && a == rcv_nxt0 && !was_ooo_state && c.rcv_consumed == rcv_nxt0 &&
+        c.user != nullptr && !c.reasm->fin_received()) {
+      // In-order fast path: nothing held, nothing unconsumed. The user reads
+      // the bytes straight from the received segment; only what it leaves is
+      // copied into the ring. The reassembler delivers this segment at once
+      // (it is at RCV.NXT with nothing held), so it keeps no reference to the
+      // input.
+      direct = true;
+      const uint32_t n = static_cast<uint32_t>(b - a);
+      const ByteSpan in = seg.payload.subspan(static_cast<uint32_t>(a - h.seq), n);
+      last = c.reasm->Insert(ReasmSegment{a, in, fin_in_window, 0});
+      const size_t took =
+          std::min<size_t>(c.user->OnData(IdOf(c), c.counters.bytes_in, in), n);
+      if (!Alive(c, gen)) return;
+      Consume(c, static_cast<uint32_t>(took));
+      uint32_t done = static_cast<uint32_t>(took);
+      uint32_t idx = c.rconsumed_idx;
+      while (done < n) {
+        const uint32_t chunk = std::min(n - done, c.rbuf_cap - idx);
+        std::memcpy(c.rbuf + idx, in.data() + done, chunk);
+        done += chunk;
+        idx = (idx + chunk) % c.rbuf_cap;
+      }
+    } else if (a < b) {
       const uint32_t n = static_cast<uint32_t>(b - a);
       const uint32_t in_off = static_cast<uint32_t>(a - h.seq);
       const uint32_t ring_off = static_cast<uint32_t>(a - c.rcv_consumed);
@@ -1653,8 +1677,10 @@ struct TcpStack::Impl {
       wheel.ArmAfter(c.delack_timer, Ticks(opt.delayed_ack_us));
     }
 
-    DeliverToUser(c);
-    if (!Alive(c, gen)) return;
+    if (!direct) {
+      DeliverToUser(c);
+      if (!Alive(c, gen)) return;
+    }
 
     if (c.reasm->fin_delivered() && !c.peer_fin_reported) {
       c.peer_fin_reported = true;

@@ -1004,6 +1004,25 @@ TEST_F(StackTest, AckBelowTheWindowIsChallenged) {
   EXPECT_EQ(user_.data.size(), 10u);
 }
 
+TEST_F(StackTest, PartlyConsumedDataIsOfferedAgainAtTheRightOffset) {
+  Make();
+  Accept();
+  user_.consume_limit = 30;
+  const auto d1 = Pattern(100, 1);
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0), d1));
+  EXPECT_EQ(user_.data.size(), 30u);
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.recv_queued, 70u);
+  user_.consume_limit = SIZE_MAX;
+  const auto d2 = Pattern(50, 2);
+  In(peer_.Build(kFlagAck, kPeerIsn + 101, iss_ + 1, 512, Ts(111, 0), d2));
+  std::vector<uint8_t> expect = d1;
+  expect.insert(expect.end(), d2.begin(), d2.end());
+  EXPECT_EQ(user_.data, expect);
+  EXPECT_EQ(user_.offset_errors, 0u);
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
