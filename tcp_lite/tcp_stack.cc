@@ -270,6 +270,10 @@ struct TcpStack::Impl {
   // RFC 5961 7: challenge ACK budget per one-second interval.
   uint64_t challenge_epoch_us = 0;
   uint32_t challenge_count = 0;
+  // When the last SYN cookie was sent: bare ACKs to a listener are checked
+  // as cookies only while one can be valid.
+  bool cookies_sent_ever = false;
+  uint64_t last_cookie_sent_us = 0;
 
   Impl(TcpStack& s, const TcpOptions& o, TcpStackStats& st, TcpOutput& output,
        const IsnGenerator& isn, uint64_t now)
@@ -608,12 +612,16 @@ struct TcpStack::Impl {
     }
   }
 
+  // Segments without data carry SND.MAX, not SND.NXT: after an RTO SND.NXT
+  // is rewound to SND.UNA (go back N) and may lie below the peer's RCV.NXT,
+  // where the peer would find the ACK unacceptable (RFC 9293 3.10.7.4) and
+  // drop it; SND.MAX is never below the peer's RCV.NXT nor beyond its window.
   void SendAck(Conn& c) {
     ++stats.acks_out;
-    Emit(c, c.snd_nxt, kFlagAck, 0);
+    Emit(c, c.snd_max, kFlagAck, 0);
   }
 
-  void SendRst(Conn& c) { Emit(c, c.snd_nxt, kFlagRst | kFlagAck, 0); }
+  void SendRst(Conn& c) { Emit(c, c.snd_max, kFlagRst | kFlagAck, 0); }
 
   // RFC 5961 7: challenge ACKs are rate limited per stack.
   void ChallengeAck(Conn& c) {
@@ -968,8 +976,12 @@ struct TcpStack::Impl {
     const SegmentHeader& h = seg.header;
     if (h.Has(kFlagRst)) return Drop(DropReason::kTcpListenBadFlags);
     if (h.Has(kFlagAck) && !h.Has(kFlagSyn)) {
-      if (opt.syn_cookies != SynCookieMode::kOff) return CookieAck(li, t, seg, o);
-      Drop(DropReason::kTcpListenBadFlags);
+      // Only while cookies we sent can still be valid (RFC 4987 3.6).
+      if (opt.syn_cookies != SynCookieMode::kOff && cookies_sent_ever &&
+          now_us - last_cookie_sent_us <= (kSynCookieMaxAge + 1) * kSynCookiePeriodMicros) {
+        return CookieAck(li, t, seg, o);
+      }
+      Drop(DropReason::kTcpNoConnection);
       SendRstFor(t.local_addr, t.remote_addr, seg);
       return;
     }
@@ -1062,6 +1074,8 @@ struct TcpStack::Impl {
                             ByteSpan(), MutableByteSpan(hdr));
     if (r.status != SegmentStatus::kOk) return;
     ++stats.syn_cookies_sent;
+    cookies_sent_ever = true;
+    last_cookie_sent_us = now_us;
     ++stats.segments_out;
     if (!out.EmitSegment(t.local_addr, t.remote_addr, ByteSpan(hdr, r.size), {})) {
       Drop(DropReason::kTcpTxNoBuffer);
@@ -1181,14 +1195,16 @@ struct TcpStack::Impl {
     }
 
     if (c.state == TcpState::kTimeWait) {
-      // RFC 9293 3.10.7.4: only a retransmitted FIN is expected; ACK it and
-      // restart the 2 MSL timer.
+      // RFC 9293 3.10.7.4: everything the peer can still send is old (its
+      // data and FIN are all received). An unacceptable segment is answered
+      // with an ACK - the peer lost ours and retransmits; a retransmitted
+      // FIN also restarts the 2 MSL timer. RSTs are ignored (RFC 1337).
       Drop(DropReason::kTcpTimeWait);
       if (h.Has(kFlagRst)) return;
       if (h.Has(kFlagFin)) {
-        SendAck(c);
         ArmRtx(c, RtxKind::kTimeWait, uint64_t{opt.time_wait_s} * 1'000'000);
       }
+      if (seg_len > 0 || !Acceptable(c, h.seq, seg_len)) SendAck(c);
       return;
     }
 

@@ -163,5 +163,30 @@ TEST(BackToBack, ImpairedLinkNewRenoWithoutSackOrTimestamps) {
   EXPECT_EQ(r.a.sack_recoveries + r.b.sack_recoveries, 0u);
 }
 
+// Heavy impairment over many seeds, small buffers and both algorithms: every
+// transfer completes with identical bytes and an orderly close.
+TEST(BackToBack, HeavyImpairmentManySeeds) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    TcpOptions o;
+    o.max_connections = 4;
+    o.send_buffer_bytes = 16 * 1024;
+    o.receive_buffer_bytes = 16 * 1024;
+    o.max_ooo_segments = 4;
+    o.congestion_control = seed % 2 ? CcAlgorithm::kCubic : CcAlgorithm::kNewReno;
+    o.sack = seed % 3 != 0;
+    o.timestamps = seed % 4 != 0;
+    o.delayed_ack_us = seed % 5 == 0 ? 0 : 200;
+    Link::Impairment imp;
+    imp.drop = 0.05;
+    imp.duplicate = 0.02;
+    imp.reorder = 0.05;
+    imp.seed = seed;
+    const Result r = Transfer(1 << 20, imp, o, 600'000'000);
+    EXPECT_LT(r.finish_us, 120'000'000u);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 }  // namespace
 }  // namespace iwarp::tcp

@@ -450,6 +450,14 @@ TEST_F(StackTest, ActiveCloseThroughTimeWait) {
   // A retransmitted FIN is acknowledged again.
   In(peer_.Build(kFlagFin | kFlagAck, kPeerIsn + 301, iss_ + 2, 512, Ts(113, 0)));
   EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 302));
+  // So is retransmitted data (the peer lost our ACK of it), which carries no
+  // FIN; without the ACK the peer would retransmit until it gives up.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 2, 512, Ts(114, 0), Pattern(300, 6)));
+  EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 302));
+  // A RST does not end TIME-WAIT early (RFC 1337).
+  In(peer_.Build(kFlagRst, kPeerIsn + 302, 0, 0));
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(stack_->connection_count(), 1u);
   Advance(59'000'000);
   EXPECT_EQ(stack_->connection_count(), 1u);
   Advance(1'100'000);
