@@ -807,7 +807,13 @@ struct TcpStack::Impl {
       const bool fin_pending = c.fin_queued && !FinSent(c) && c.snd_nxt == c.snd_end;
       if (unsent <= 0 && !fin_pending) return;
       const uint32_t flight = c.sack_recovery ? Pipe(c) : static_cast<uint32_t>(c.snd_nxt - c.snd_una);
-      const uint32_t cwnd = c.sack_recovery ? Ssthresh(c) : Cwnd(c);
+      uint32_t cwnd = c.sack_recovery ? Ssthresh(c) : Cwnd(c);
+      // RFC 3042 limited transmit: on the first two duplicate ACKs one new
+      // segment each may go out beyond cwnd (cwnd itself is unchanged).
+      const bool in_cc_recovery = c.cc.With([](const auto& a) { return a.in_recovery(); });
+      if (!c.sack_recovery && !in_cc_recovery && c.dup_acks > 0 && c.dup_acks < kDupThresh) {
+        cwnd += c.dup_acks * c.emss;
+      }
       const Seq32 wnd_edge = c.snd_una + std::min(c.snd_wnd, uint32_t{0x7FFFFFFF});
       uint32_t usable = wnd_edge > c.snd_nxt ? static_cast<uint32_t>(wnd_edge - c.snd_nxt) : 0;
       const uint32_t cwnd_room = cwnd > flight ? cwnd - flight : 0;

@@ -1031,6 +1031,27 @@ TEST_F(StackTest, PartlyConsumedDataIsOfferedAgainAtTheRightOffset) {
   EXPECT_EQ(user_.offset_errors, 0u);
 }
 
+TEST_F(StackTest, LimitedTransmitOnTheFirstTwoDuplicateAcks) {
+  Make();
+  Options syn = SynOpts();
+  syn.sack_permitted = false;
+  Accept(syn);
+  stack_->Send(conn_, ByteSpan(Pattern(20 * 1448, 7)), now_);
+  ASSERT_EQ(out_.Take().size(), 10u);  // initial window
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0)));
+  Wire w = One();  // RFC 3042: one new segment
+  EXPECT_EQ(w.h.seq, Seq32(iss_ + 1 + 10 * 1448));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(111, 0)));
+  EXPECT_EQ(One().h.seq, Seq32(iss_ + 1 + 11 * 1448));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(112, 0)));
+  auto v = out_.Take();  // third: fast retransmit of the first segment
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].h.seq, Seq32(iss_ + 1));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.fast_retransmits, 1u);
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
