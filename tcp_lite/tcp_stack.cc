@@ -448,16 +448,21 @@ struct TcpStack::Impl {
 
   uint64_t Ticks(uint64_t us) const { return us / tick_us + (us % tick_us != 0 ? 1 : 0) + 1; }
 
+  // Deadlines count from the caller's clock (now_us), not from the wheel's
+  // last tick, so a caller that runs RunTimers rarely gets no early expiry.
+  void ArmAt(Timer& t, uint64_t us) {
+    wheel.Arm(t, std::max(now_us / tick_us, wheel.now()) + Ticks(us));
+  }
   void ArmRtx(Conn& c, RtxKind kind, uint64_t us) {
     c.rtx_kind = kind;
-    wheel.ArmAfter(c.rtx_timer, Ticks(us));
+    ArmAt(c.rtx_timer, us);
   }
   void CancelRtx(Conn& c) {
     wheel.Cancel(c.rtx_timer);
     c.rtx_kind = RtxKind::kNone;
   }
   void ArmKeepalive(Conn& c, uint64_t us) {
-    if (opt.keepalive) wheel.ArmAfter(c.keepalive_timer, Ticks(us));
+    if (opt.keepalive) ArmAt(c.keepalive_timer, us);
   }
 
   static void OnRtxTimer(Timer&, void* ctx) {
@@ -1696,7 +1701,7 @@ struct TcpStack::Impl {
         h.Has(kFlagFin)) {
       c.ack_now = true;
     } else if (!c.delack_timer.armed()) {
-      wheel.ArmAfter(c.delack_timer, Ticks(opt.delayed_ack_us));
+      ArmAt(c.delack_timer, opt.delayed_ack_us);
     }
 
     if (!direct) {

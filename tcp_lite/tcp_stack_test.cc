@@ -1052,6 +1052,18 @@ TEST_F(StackTest, LimitedTransmitOnTheFirstTwoDuplicateAcks) {
   EXPECT_EQ(info.fast_retransmits, 1u);
 }
 
+TEST_F(StackTest, TimersCountFromTheCallersClockNotTheLastRunTimers) {
+  Make();
+  now_ += 10'000'000;  // no RunTimers call for 10 s
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();
+  Advance(500'000);
+  EXPECT_TRUE(out_.Take().empty());  // the 1 s RTO has not elapsed
+  Advance(600'000);
+  EXPECT_EQ(One().payload.size(), 100u);
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
