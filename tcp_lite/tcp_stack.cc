@@ -496,7 +496,8 @@ struct TcpStack::Impl {
   // Emits one segment. `payload_len` bytes of queued data from `seq` (must be
   // available in the descriptors). Returns false when the data plane had no
   // buffer (the segment counts as sent and lost).
-  bool Emit(Conn& c, Seq32 seq, uint8_t flags, uint32_t payload_len) {
+  bool Emit(Conn& c, Seq32 seq, uint8_t flags, uint32_t payload_len,
+            std::span<const ByteSpan> gathered = {}) {
     uint8_t hdr[kMaxHeaderSize];
     uint8_t optbuf[kMaxOptionsSize];
     size_t optlen = 0;
@@ -532,7 +533,12 @@ struct TcpStack::Impl {
 
     ByteSpan pieces[kMaxPieces];
     size_t npieces = 0;
-    if (payload_len > 0) npieces = GatherPayload(c, seq, &payload_len, pieces);
+    if (!gathered.empty()) {
+      npieces = std::min(gathered.size(), kMaxPieces);
+      std::copy(gathered.begin(), gathered.begin() + static_cast<std::ptrdiff_t>(npieces), pieces);
+    } else if (payload_len > 0) {
+      npieces = GatherPayload(c, seq, &payload_len, pieces);
+    }
 
     SegmentHeader h;
     h.src_port = c.tuple.local_port;
@@ -740,13 +746,14 @@ struct TcpStack::Impl {
     if (fin) flags |= kFlagFin;
     if (len > 0 && seq + len == c.snd_end) flags |= kFlagPsh;
     uint32_t sent_len = len;
+    ByteSpan pieces[kMaxPieces];
+    size_t npieces = 0;
     if (len > 0) {
       // GatherPayload may shorten the segment (too many pieces).
-      ByteSpan tmp[kMaxPieces];
-      GatherPayload(c, seq, &sent_len, tmp);
+      npieces = GatherPayload(c, seq, &sent_len, pieces);
       if (sent_len < len) flags &= static_cast<uint8_t>(~(kFlagFin | kFlagPsh));
     }
-    Emit(c, seq, flags, sent_len);
+    Emit(c, seq, flags, sent_len, std::span<const ByteSpan>(pieces, npieces));
     const Seq32 end = seq + sent_len + ((flags & kFlagFin) ? 1u : 0u);
     if (retransmission || seq < c.snd_max) {
       ++stats.retransmitted_segments;
