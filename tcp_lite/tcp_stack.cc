@@ -1007,7 +1007,10 @@ struct TcpStack::Impl {
       if (h.Has(kFlagAck)) SendRstFor(t.local_addr, t.remote_addr, seg);
       return Drop(DropReason::kTcpListenBadFlags);
     }
-    const bool pressure = syn_received_total >= opt.syn_backlog;
+    // Pressure: the backlog is full, or no slot is left for a new connection
+    // (free or reclaimable from TIME-WAIT).
+    const bool pressure = syn_received_total >= opt.syn_backlog ||
+                          (free_head == kNil && tw_head == kNil);
     if (opt.syn_cookies == SynCookieMode::kAlways ||
         (pressure && opt.syn_cookies == SynCookieMode::kOnPressure)) {
       return SendCookieSynAck(t, seg, o);

@@ -754,6 +754,23 @@ TEST_F(StackTest, SynCookiesWhenBacklogIsFull) {
   EXPECT_EQ(Drops(DropReason::kTcpBadSynCookie), 1u);
 }
 
+TEST_F(StackTest, SynCookiesWhenTheTableIsFull) {
+  TcpOptions o = BaseOptions();
+  o.max_connections = 1;
+  Make(o);
+  Accept();  // the only slot
+  SegBuilder p2 = peer_;
+  p2.src_port = 40001;
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagSyn, 5000, 0, 65535, SynOpts())), now_);
+  Wire sa = One();
+  EXPECT_EQ(sa.h.flags, kFlagSyn | kFlagAck);
+  EXPECT_EQ(stack_->stats().syn_cookies_sent, 1u);
+  // Its ACK finds no slot: dropped and counted, the first connection lives.
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagAck, 5001, sa.h.seq.value() + 1, 1000)), now_);
+  EXPECT_EQ(Drops(DropReason::kTcpTableFull), 1u);
+  EXPECT_EQ(stack_->State(conn_), TcpState::kEstablished);
+}
+
 TEST_F(StackTest, KeepaliveProbesThenTimesOut) {
   TcpOptions o = BaseOptions();
   o.keepalive = true;
