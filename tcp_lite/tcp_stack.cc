@@ -2025,6 +2025,12 @@ void TcpStack::RunTimers(uint64_t now_us) {
   impl_->wheel.Advance(now_us / impl_->tick_us);
 }
 
+std::optional<uint64_t> TcpStack::NextTimerUs() const {
+  const std::optional<uint64_t> tick = impl_->wheel.next_expiry();
+  if (!tick.has_value()) return std::nullopt;
+  return *tick * impl_->tick_us;
+}
+
 size_t TcpStack::Send(ConnId id, ByteSpan data, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;

@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -381,6 +382,9 @@ class TcpStack {
   // Runs due timers (retransmission, delayed ACK, persist, keepalive,
   // TIME_WAIT). Call every loop iteration.
   void RunTimers(uint64_t now_us);
+  // A time (us) at or before the earliest pending timer, nullopt if none:
+  // RunTimers before then does nothing, so an idle worker may sleep.
+  std::optional<uint64_t> NextTimerUs() const;
 
   // Copies up to data.size() bytes into the send buffer and transmits what
   // the windows allow. Returns bytes accepted (0 when full, invalid or not

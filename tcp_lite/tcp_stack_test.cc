@@ -1069,6 +1069,17 @@ TEST_F(StackTest, LimitedTransmitOnTheFirstTwoDuplicateAcks) {
   EXPECT_EQ(info.fast_retransmits, 1u);
 }
 
+TEST_F(StackTest, NextTimerTellsWhenToRunTimers) {
+  Make();
+  EXPECT_FALSE(stack_->NextTimerUs().has_value());
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();
+  ASSERT_TRUE(stack_->NextTimerUs().has_value());
+  EXPECT_LE(*stack_->NextTimerUs(), now_ + 1'000'000 + 300);
+  EXPECT_GT(*stack_->NextTimerUs(), now_);
+}
+
 TEST_F(StackTest, TimersCountFromTheCallersClockNotTheLastRunTimers) {
   Make();
   now_ += 10'000'000;  // no RunTimers call for 10 s
