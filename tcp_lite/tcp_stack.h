@@ -263,7 +263,10 @@ class TcpUser {
   virtual void OnSendComplete(ConnId conn, uint64_t cookie, bool acked) {
     (void)conn, (void)cookie, (void)acked;
   }
-  // The connection is gone (its ConnId is dead after the call returns).
+  // The connection is over for the user: no callback follows and send calls
+  // fail. After an active close it is called on entering TIME-WAIT; the slot
+  // lingers there (State() and ListConnections() still show it) until 2*MSL
+  // or until it is recycled. Otherwise the ConnId is dead once this returns.
   virtual void OnClosed(ConnId conn, CloseReason reason) { (void)conn, (void)reason; }
 };
 
