@@ -1486,6 +1486,17 @@ struct TcpStack::Impl {
         rtt = now_us - c.rtt_start_us;
         c.rtt_timing = false;
         c.rto.OnRttSample(rtt);
+      } else if (c.ts_ok && c.rto.backoff_count() > 0 && o.timestamps.has_value() &&
+                 o.timestamps->ts_ecr != 0) {
+        // RFC 7323 4.1: the echoed timestamp names the segment, so the sample
+        // is valid even for a retransmission (no Karn ambiguity). Used only
+        // to end an RTO backoff, when no timed segment can give one; the
+        // 1 ms clock is too coarse to feed SRTT otherwise.
+        const int32_t ms = static_cast<int32_t>(TsVal(c) - o.timestamps->ts_ecr);
+        if (ms >= 0 && ms < 600'000) {
+          rtt = std::max<uint64_t>(uint64_t{static_cast<uint32_t>(ms)} * 1000, 1);
+          c.rto.OnRttSample(rtt);
+        }
       }
       const uint32_t flight = static_cast<uint32_t>(c.snd_max - c.snd_una);
       c.dup_acks = 0;

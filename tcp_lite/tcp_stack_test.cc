@@ -421,6 +421,25 @@ TEST_F(StackTest, RetransmissionTimeoutResendsWithBackoff) {
   EXPECT_EQ(stack_->stats().timeouts, 2u);
 }
 
+TEST_F(StackTest, TimestampEchoEndsTheRtoBackoff) {
+  Make();
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(500, 4)), now_);
+  One();
+  Advance(1'000'200);
+  Wire r = One();  // retransmission; RTO now backed off to 2 s
+  ASSERT_TRUE(r.o.timestamps.has_value());
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.rto_us, 2'000'000u);
+  Advance(3'000);
+  // Karn's rule forbids timing the retransmission; the echoed TSval names it.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 501, 512, Ts(120, r.o.timestamps->ts_val)));
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.rto_us, 200'000u);  // RFC 6298 2.4 floor, backoff gone
+  EXPECT_EQ(info.srtt_us, 3'000u);
+}
+
 TEST_F(StackTest, ActiveCloseThroughTimeWait) {
   Make();
   Accept();
