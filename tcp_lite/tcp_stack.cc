@@ -5,9 +5,11 @@
 //
 // Choices where the RFCs leave room, and known simplifications:
 //  - RTT is measured with one timed segment per window (RFC 6298 with Karn's
-//    rule), in microseconds; timestamps (millisecond TSval) serve PAWS and the
-//    echo only. A segment without timestamps on a timestamp connection is
-//    accepted (RFC 7323 3.2 says SHOULD drop; Linux accepts).
+//    rule), in microseconds. Timestamps (millisecond TSval) serve PAWS, and
+//    their echo gives an RTT sample only to end an RTO backoff. A segment
+//    without timestamps on a timestamp connection is accepted (RFC 7323 3.2
+//    says SHOULD drop; Linux accepts).
+//  - RFC 3042 limited transmit on the first two duplicate ACKs.
 //  - SACK recovery follows RFC 6675 with pipe computed from the scoreboard
 //    (bytes above the highest SACKed byte plus retransmitted hole bytes) and
 //    NextSeg rules (1) and (2); rule (3)/(4) (rescue retransmission) are not
