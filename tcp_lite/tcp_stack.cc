@@ -69,7 +69,6 @@ std::string_view CloseReasonName(CloseReason r) {
     case CloseReason::kRefused: return "refused";
     case CloseReason::kTimeout: return "timeout";
     case CloseReason::kAborted: return "aborted";
-    case CloseReason::kNoResources: return "no_resources";
   }
   return "invalid";
 }
@@ -428,8 +427,7 @@ struct TcpStack::Impl {
       case CloseReason::kResetByPeer:
       case CloseReason::kRefused: ++stats.closed_reset; break;
       case CloseReason::kTimeout: ++stats.closed_timeout; break;
-      case CloseReason::kAborted:
-      case CloseReason::kNoResources: ++stats.closed_aborted; break;
+      case CloseReason::kAborted: ++stats.closed_aborted; break;
     }
     TcpUser* user = c.user;
     const ConnId id = IdOf(c);

@@ -190,7 +190,6 @@ enum class CloseReason : uint8_t {
   kRefused,       // RST answering our SYN (connection refused)
   kTimeout,       // retransmission or SYN retry limit, or keepalive gave up
   kAborted,       // Abort() by the user (RST sent)
-  kNoResources,   // accepted by the listener but no slot/buffer (RST sent)
 };
 std::string_view CloseReasonName(CloseReason r);
 
