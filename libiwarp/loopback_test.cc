@@ -586,3 +586,60 @@ TEST(CppWrapper, SendThroughOwningHandles) {
 
 }  // namespace
 }  // namespace iwarp::appif
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "appif/proto.h"
+
+namespace iwarp::appif {
+namespace {
+
+// A hostile client speaking the protocol directly: descriptors that are not
+// eventfds (here a pipe, which could block the daemon) are refused.
+TEST(RawProtocol, OpenRefusesDescriptorsThatAreNotEventfds) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  const int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, host.socket_path().c_str(), host.socket_path().size());
+  ASSERT_EQ(connect(sock, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  Message m;
+  m.hdr.op = static_cast<uint32_t>(Op::kOpen);
+  m.hdr.seq = 1;
+  SetBody(&m, OpenReq{});
+  const int fds[2] = {p[0], p[1]};
+  ASSERT_EQ(SendMessage(sock, m, fds, 2), 0);
+  Message r;
+  int rfds[kMaxFds];
+  int n = 0;
+  long len = -EAGAIN;
+  for (int i = 0; i < 500 && len == -EAGAIN; ++i) {
+    len = RecvMessage(sock, &r, rfds, &n);
+    if (len == -EAGAIN) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(len, 0);
+  EXPECT_EQ(r.hdr.error, EINVAL);
+  EXPECT_EQ(n, 0);
+  EXPECT_NE(std::string(reinterpret_cast<char*>(r.body)).find("eventfd"), std::string::npos);
+  // Not opened: other requests are refused too.
+  m.hdr.op = static_cast<uint32_t>(Op::kAllocPd);
+  m.hdr.seq = 2;
+  ASSERT_EQ(SendMessage(sock, m, nullptr, 0), 0);
+  len = -EAGAIN;
+  for (int i = 0; i < 500 && len == -EAGAIN; ++i) {
+    len = RecvMessage(sock, &r, rfds, &n);
+    if (len == -EAGAIN) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(len, 0);
+  EXPECT_EQ(r.hdr.error, EPROTO);
+  close(p[0]);
+  close(p[1]);
+  close(sock);
+}
+
+}  // namespace
+}  // namespace iwarp::appif
