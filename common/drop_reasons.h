@@ -48,7 +48,34 @@ namespace iwarp {
   X(kNoMbuf, "no_mbuf", "mbuf pool exhausted")                                  \
   X(kSteerRingFull, "steer_ring_full", "ring to the owning worker was full")    \
   /* Receive side */                                                            \
-  X(kRxMultiSegment, "rx_multi_segment", "chained mbuf received (scattered RX not supported)")
+  X(kRxMultiSegment, "rx_multi_segment", "chained mbuf received (scattered RX not supported)") \
+  /* TCP (tcp_lite) */                                                          \
+  X(kTcpMalformed, "tcp_malformed", "TCP header truncated or data offset invalid") \
+  X(kTcpBadChecksum, "tcp_bad_checksum", "TCP checksum mismatch")               \
+  X(kTcpBadOptions, "tcp_bad_options", "TCP option list malformed")             \
+  X(kTcpNotForUs, "tcp_not_for_us", "destination address not owned by this TCP stack") \
+  X(kTcpBadPort, "tcp_bad_port", "source or destination port zero")             \
+  X(kTcpNoConnection, "tcp_no_connection", "no connection or listener (RST sent unless RST)") \
+  X(kTcpSynBacklogFull, "tcp_syn_backlog_full", "SYN dropped: backlog full and SYN cookies off") \
+  X(kTcpTableFull, "tcp_table_full", "no connection slot for a new connection") \
+  X(kTcpBadSynCookie, "tcp_bad_syn_cookie", "ACK to a listener with an invalid or expired SYN cookie") \
+  X(kTcpListenBadFlags, "tcp_listen_bad_flags", "segment to a listener neither SYN nor cookie ACK") \
+  X(kTcpSynSentBadAck, "tcp_syn_sent_bad_ack", "SYN-SENT: unacceptable ACK (RST sent) or no SYN") \
+  X(kTcpOutOfWindow, "tcp_out_of_window", "sequence number not acceptable (ACK sent)") \
+  X(kTcpPaws, "tcp_paws", "RFC 7323 5: timestamp older than TS.Recent (ACK sent)") \
+  X(kTcpRstOutOfWindow, "tcp_rst_out_of_window", "RST outside the receive window") \
+  X(kTcpRstChallenged, "tcp_rst_challenged", "RFC 5961 3: in-window RST not at RCV.NXT") \
+  X(kTcpSynChallenged, "tcp_syn_challenged", "RFC 5961 4: SYN in a synchronized state") \
+  X(kTcpNoAck, "tcp_no_ack", "segment without ACK in a synchronized state")    \
+  X(kTcpAckInvalid, "tcp_ack_invalid", "RFC 5961 5: ACK outside [SND.UNA - MAX.SND.WND, SND.NXT]") \
+  X(kTcpDuplicateData, "tcp_duplicate_data", "data already received (D-SACK sent)") \
+  X(kTcpBeyondFin, "tcp_beyond_fin", "data after the peer's FIN")               \
+  X(kTcpReasmFull, "tcp_reasm_full", "out-of-order data beyond the reassembly capacity") \
+  X(kTcpDataAfterClose, "tcp_data_after_close", "data for a receive side already closed") \
+  X(kTcpTimeWait, "tcp_time_wait", "segment to a TIME_WAIT connection (ACK sent if needed)") \
+  X(kTcpTxNoBuffer, "tcp_tx_no_buffer", "data plane had no buffer for a segment") \
+  /* Impairment stage */                                                        \
+  X(kImpairDrop, "impair_drop", "dropped by a configured impairment rule")
 
 enum class DropReason : uint16_t {
 #define IWARP_DROP_ENUM(name, wire, desc) name,

@@ -73,6 +73,26 @@ constexpr uint64_t kMinEventQueueDepth = 4;
 constexpr uint64_t kMaxEventQueueDepth = 4096;
 constexpr uint64_t kMinStagTable = 16;
 constexpr uint64_t kMaxStagTable = (1u << 24) - 1;  // 24-bit STag index
+// ports[].impairment
+constexpr size_t kMaxImpairRules = 16;  // per port and direction
+constexpr uint64_t kMaxImpairEvery = 1000000;
+constexpr uint64_t kMaxImpairPpm = 1000000;
+constexpr uint64_t kMaxImpairDelayMs = 10000;
+constexpr uint64_t kMaxImpairReorderGap = 64;
+constexpr uint64_t kMaxImpairMinPayload = 65535;
+// tcp:
+constexpr uint64_t kMaxTcpConnections = 1 << 20;
+constexpr uint64_t kMinTcpBuffer = 4096;
+constexpr uint64_t kMaxTcpBuffer = 64u << 20;
+constexpr uint64_t kMinTcpMss = 88;   // RFC 9293 3.7.1: IPv4 minimum 576 - 40 is common; 88 keeps options room
+constexpr uint64_t kMaxTcpMss = 9560;  // kMaxMtu - 40
+constexpr uint64_t kMaxDelayedAckUs = 500000;  // RFC 1122 4.2.3.2: less than 0.5 s
+constexpr uint64_t kMinRtoUs = 1000;
+constexpr uint64_t kMaxRtoUs = 600000000;
+// services:
+constexpr size_t kMaxServices = 64;
+constexpr size_t kMaxServiceName = 32;
+constexpr uint64_t kMaxSourceConnections = 65536;
 
 // EAL options that a schema key owns; passing them in extra_args would make
 // two sources of truth.
@@ -313,9 +333,16 @@ class Loader {
   bool ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool ReadPort(const YAML::Node& item, const std::string& path);
   bool ReadInterface(const YAML::Node& item, const std::string& path);
+  bool ReadImpairment(const YAML::Node& key, const YAML::Node& value, const std::string& path,
+                      ImpairmentConfig* out);
+  bool ReadImpairRule(const YAML::Node& item, const std::string& path,
+                      std::vector<ImpairRule>* out);
   bool ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool ReadAppInterface(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   Reader PowerOfTwo(uint32_t* out, UintRange range);
+  bool ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::string& path);
+  bool ReadService(const YAML::Node& item, const std::string& path);
+  bool CheckTcpAndServices();
   bool CheckWhole();
 
   std::string source_;
@@ -334,6 +361,15 @@ class Loader {
     YAML::Mark gateway;
   };
   std::vector<InterfaceMarks> interface_marks_;
+  // tcp: and services: marks for the whole-document checks.
+  std::map<std::string, YAML::Mark, std::less<>> tcp_marks_;
+  struct ServiceMarks {
+    YAML::Mark item;
+    YAML::Mark name;
+    YAML::Mark port;
+    YAML::Mark remote;
+  };
+  std::vector<ServiceMarks> service_marks_;
   std::map<std::string, YAML::Mark, std::less<>> port_names_;
   std::map<std::string, std::pair<std::string, YAML::Mark>, std::less<>> devices_;
 };
@@ -501,6 +537,32 @@ constexpr std::pair<absl::string_view, HugepageMode> kHugepageNames[] = {
 constexpr std::pair<absl::string_view, LogLevel> kLogLevelNames[] = {
     {"error", LogLevel::kError}, {"warning", LogLevel::kWarning}, {"notice", LogLevel::kNotice},
     {"info", LogLevel::kInfo},   {"debug", LogLevel::kDebug}};
+constexpr std::pair<absl::string_view, ImpairAction> kImpairActionNames[] = {
+    {"drop", ImpairAction::kDrop},   {"duplicate", ImpairAction::kDuplicate},
+    {"reorder", ImpairAction::kReorder}, {"delay", ImpairAction::kDelay},
+    {"corrupt", ImpairAction::kCorrupt}};
+constexpr std::pair<absl::string_view, ImpairProtocol> kImpairProtocolNames[] = {
+    {"any", ImpairProtocol::kAny}, {"tcp", ImpairProtocol::kTcp},
+    {"udp", ImpairProtocol::kUdp}, {"icmp", ImpairProtocol::kIcmp}};
+constexpr std::pair<absl::string_view, CorruptChecksum> kCorruptChecksumNames[] = {
+    {"stale", CorruptChecksum::kStale}, {"fixed", CorruptChecksum::kFixed}};
+
+constexpr std::pair<absl::string_view, SynCookies> kSynCookieNames[] = {
+    {"off", SynCookies::kOff}, {"on_pressure", SynCookies::kOnPressure},
+    {"always", SynCookies::kAlways}};
+constexpr std::pair<absl::string_view, CongestionControl> kCongestionControlNames[] = {
+    {"newreno", CongestionControl::kNewReno}, {"cubic", CongestionControl::kCubic}};
+constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
+    {"echo", ServiceType::kEcho}, {"sink", ServiceType::kSink}, {"source", ServiceType::kSource}};
+
+template <typename E, size_t N>
+absl::string_view NameOf(E e, const std::pair<absl::string_view, E> (&names)[N]) {
+  for (const auto& n : names) {
+    if (n.second == e) return n.first;
+  }
+  return "unknown";
+}
+
 
 bool Loader::ReadVersion(const YAML::Node& top) {
   constexpr absl::string_view kAllowed = "allowed: 1 (this iwarpd reads schema version 1)";
@@ -660,6 +722,10 @@ bool Loader::ReadPort(const YAML::Node& item, const std::string& path) {
                  return true;
                }},
               {"promiscuous", Bool(&port.promiscuous)},
+              {"impairment",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 return ReadImpairment(k, v, p, &port.impairment);
+               }},
           })) {
     return false;
   }
@@ -687,6 +753,101 @@ bool Loader::ReadPort(const YAML::Node& item, const std::string& path) {
                 "each port must name a different device (vdev names carry a number, e.g. net_tap1)");
   }
   config_.ports.push_back(std::move(port));
+  return true;
+}
+
+bool Loader::ReadImpairment(const YAML::Node& key, const YAML::Node& value,
+                            const std::string& path, ImpairmentConfig* out) {
+  auto rules = [this](std::vector<ImpairRule>* list) {
+    return [this, list](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      return ReadList(k, v, p, 0, kMaxImpairRules, "impairment rules",
+                      [this, list](const YAML::Node& item, const std::string& ip) {
+                        return ReadImpairRule(item, ip, list);
+                      });
+    };
+  };
+  return ReadSection(key, value, path,
+                     {
+                         {"seed", Uint(&out->seed, {0, UINT64_MAX / 2})},
+                         {"rx", rules(&out->rx)},
+                         {"tx", rules(&out->tx)},
+                     });
+}
+
+bool Loader::ReadImpairRule(const YAML::Node& item, const std::string& path,
+                            std::vector<ImpairRule>* out) {
+  const YAML::Mark mark = item.Mark();
+  if (!item.IsMap()) {
+    return Fail(mark, path, "expected a mapping",
+                "write each rule as '- action: drop|duplicate|reorder|delay|corrupt' followed by "
+                "its filter and selection keys");
+  }
+  ImpairRule r;
+  YAML::Mark first_mark, last_mark;
+  bool has_first = false, has_last = false;
+  std::vector<absl::string_view> given;
+  auto note = [&given](absl::string_view key, Reader read) {
+    return [&given, key, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      given.push_back(key);
+      return read(k, v, p);
+    };
+  };
+  if (!WalkMap(
+          item, mark, path,
+          {
+              {"action", Enum(&r.action, kImpairActionNames),
+               "add 'action: drop|duplicate|reorder|delay|corrupt'"},
+              {"protocol", Enum(&r.protocol, kImpairProtocolNames)},
+              {"port", Uint(&r.l4_port, {0, 65535})},
+              {"min_payload", Uint(&r.min_payload, {0, kMaxImpairMinPayload})},
+              {"every", Uint(&r.every, {1, kMaxImpairEvery})},
+              {"first",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 has_first = true;
+                 first_mark = v.Mark();
+                 return Uint(&r.first, {1, UINT64_MAX / 2})(k, v, p);
+               }},
+              {"last",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 has_last = true;
+                 last_mark = v.Mark();
+                 return Uint(&r.last, {1, UINT64_MAX / 2})(k, v, p);
+               }},
+              {"probability_ppm", Uint(&r.probability_ppm, {0, kMaxImpairPpm})},
+              {"delay_ms", note("delay_ms", Uint(&r.delay_ms, {1, kMaxImpairDelayMs}))},
+              {"reorder_gap", note("reorder_gap", Uint(&r.reorder_gap, {1, kMaxImpairReorderGap}))},
+              {"checksum", note("checksum", Enum(&r.corrupt_checksum, kCorruptChecksumNames))},
+          })) {
+    return false;
+  }
+  if (has_first && has_last && r.last < r.first) {
+    return Fail(last_mark, path + ".last",
+                absl::StrCat("last ", r.last, " is before first ", r.first),
+                "allowed: last >= first (both count matching packets from 1)");
+  }
+  if (r.protocol == ImpairProtocol::kIcmp && r.l4_port != 0) {
+    return Fail(mark, path + ".port", "ICMP has no ports",
+                "allowed: port with protocol tcp, udp or any (remove port or change protocol)");
+  }
+  // An action parameter on a rule of another action is a mistake, not a no-op.
+  struct Param {
+    absl::string_view key;
+    ImpairAction action;
+  };
+  constexpr Param kParams[] = {{"delay_ms", ImpairAction::kDelay},
+                               {"reorder_gap", ImpairAction::kReorder},
+                               {"checksum", ImpairAction::kCorrupt}};
+  for (absl::string_view key : given) {
+    for (const Param& prm : kParams) {
+      if (prm.key == key && prm.action != r.action) {
+        return Fail(mark, Join(path, key),
+                    absl::StrCat(key, " does not apply to action ",
+                                 NameOf(r.action, kImpairActionNames)),
+                    absl::StrCat("allowed: ", key, " only with action ", NameOf(prm.action, kImpairActionNames)));
+      }
+    }
+  }
+  out->push_back(r);
   return true;
 }
 
@@ -819,6 +980,264 @@ bool Loader::ReadWorkers(const YAML::Node& key, const YAML::Node& value, const s
       });
 }
 
+bool Loader::ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
+  TcpConfig& t = config_.tcp;
+  // Remembers where a key's value was, for the checks across keys.
+  auto marked = [this](absl::string_view name, Reader read) {
+    return [this, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      tcp_marks_[std::string(name)] = v.Mark();
+      return read(k, v, p);
+    };
+  };
+  return ReadSection(
+      key, value, path,
+      {
+          {"enabled", Bool(&t.enabled)},
+          {"max_connections", Uint(&t.max_connections, {1, kMaxTcpConnections})},
+          {"max_listeners", Uint(&t.max_listeners, {1, 1024})},
+          {"syn_backlog", marked("syn_backlog", Uint(&t.syn_backlog, {1, kMaxTcpConnections}))},
+          {"syn_cookies", Enum(&t.syn_cookies, kSynCookieNames)},
+          {"mss",
+           [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             uint64_t x = 0;
+             if (!ReadUint(k, v, p, {0, kMaxTcpMss}, &x)) return false;
+             if (x != 0 && x < kMinTcpMss) {
+               return Fail(v.Mark(), p, absl::StrCat(x, " is out of range"),
+                           absl::StrCat("allowed: 0 (port mtu - 40) or an integer from ", kMinTcpMss,
+                                        " to ", kMaxTcpMss));
+             }
+             t.mss = static_cast<uint16_t>(x);
+             return true;
+           }},
+          {"send_buffer_bytes", Uint(&t.send_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
+          {"receive_buffer_bytes", Uint(&t.receive_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
+          {"max_zero_copy_sends", Uint(&t.max_zero_copy_sends, {1, 65536})},
+          {"max_send_records", Uint(&t.max_send_records, {1, 1 << 20})},
+          {"max_ooo_segments", Uint(&t.max_ooo_segments, {1, 4096})},
+          {"window_scale",
+           [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             // RFC 7323 2.3: shift counts above 14 are not allowed.
+             constexpr absl::string_view kAllowed = "allowed: auto or an integer from 0 to 14";
+             std::string raw;
+             if (!ReadScalar(k, v, p, kAllowed, &raw)) return false;
+             if (raw == "auto") {
+               t.window_scale = -1;
+               return true;
+             }
+             uint64_t x = 0;
+             if (!ReadUint(k, v, p, {0, 14}, &x)) return false;
+             t.window_scale = static_cast<int32_t>(x);
+             return true;
+           }},
+          {"sack", Bool(&t.sack)},
+          {"timestamps", Bool(&t.timestamps)},
+          {"delayed_ack_us", Uint(&t.delayed_ack_us, {0, kMaxDelayedAckUs})},
+          {"nagle", Bool(&t.nagle)},
+          {"keepalive", Bool(&t.keepalive)},
+          {"keepalive_idle_s", Uint(&t.keepalive_idle_s, {1, 86400 * 7})},
+          {"keepalive_interval_s", Uint(&t.keepalive_interval_s, {1, 86400})},
+          {"keepalive_count", Uint(&t.keepalive_count, {1, 127})},
+          {"time_wait_s", Uint(&t.time_wait_s, {0, 600})},
+          {"max_time_wait", Uint(&t.max_time_wait, {0, kMaxTcpConnections})},
+          {"rto_min_us", marked("rto_min_us", Uint(&t.rto_min_us, {kMinRtoUs, kMaxRtoUs}))},
+          {"rto_max_us", marked("rto_max_us", Uint(&t.rto_max_us, {kMinRtoUs, kMaxRtoUs}))},
+          {"rto_initial_us",
+           marked("rto_initial_us", Uint(&t.rto_initial_us, {kMinRtoUs, kMaxRtoUs}))},
+          {"max_retransmissions", Uint(&t.max_retransmissions, {1, 255})},
+          {"max_syn_retransmissions", Uint(&t.max_syn_retransmissions, {1, 255})},
+          {"congestion_control", Enum(&t.congestion_control, kCongestionControlNames)},
+          {"challenge_ack_limit", Uint(&t.challenge_ack_limit, {0, 1000000})},
+          {"ephemeral_port_min",
+           marked("ephemeral_port_min", Uint(&t.ephemeral_port_min, {1024, 65535}))},
+          {"ephemeral_port_max",
+           marked("ephemeral_port_max", Uint(&t.ephemeral_port_max, {1024, 65535}))},
+          {"timer_tick_us", Uint(&t.timer_tick_us, {10, 10000})},
+      });
+}
+
+bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
+  const YAML::Mark mark = item.Mark();
+  if (!item.IsMap()) {
+    return Fail(mark, path, "expected a mapping",
+                "write each service as '- name: NAME' followed by 'type: echo|sink|source'");
+  }
+  ServiceConfig svc;
+  ServiceMarks marks;
+  marks.item = mark;
+  std::vector<absl::string_view> given;
+  auto note = [&given](absl::string_view k, Reader read) {
+    return [&given, k, read](const YAML::Node& kn, const YAML::Node& v, const std::string& p) {
+      given.push_back(k);
+      return read(kn, v, p);
+    };
+  };
+  if (!WalkMap(
+          item, mark, path,
+          {
+              {"name",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 std::string allowed = absl::StrCat(
+                     "allowed: 1 to ", kMaxServiceName,
+                     " characters from A-Z a-z 0-9 '_' '-', starting with a letter");
+                 if (!ReadScalar(k, v, p, allowed, &svc.name)) return false;
+                 const std::string& n = svc.name;
+                 bool ok = !n.empty() && n.size() <= kMaxServiceName && IsAlpha(n[0]);
+                 for (char c : n) ok = ok && (IsAlpha(c) || IsDigit(c) || c == '_' || c == '-');
+                 if (!ok) {
+                   return Fail(v.Mark(), p, absl::StrCat(Quote(n), " is not a valid service name"),
+                               allowed);
+                 }
+                 marks.name = v.Mark();
+                 return true;
+               },
+               "add 'name: NAME' (unique; telemetry and iwarpctl show it)"},
+              {"type", Enum(&svc.type, kServiceTypeNames), "add 'type: echo|sink|source'"},
+              {"port",
+               note("port",
+                    [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                      marks.port = v.Mark();
+                      return Uint(&svc.port, {1, 65535})(k, v, p);
+                    })},
+              {"sha256", note("sha256", Bool(&svc.sha256))},
+              {"remote",
+               note("remote",
+                    [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                      constexpr absl::string_view kAllowed =
+                          "allowed: a unicast IPv4 address A.B.C.D";
+                      std::string s;
+                      if (!ReadScalar(k, v, p, kAllowed, &s)) return false;
+                      std::optional<uint32_t> a = ParseIpv4Address(s);
+                      if (!a || !IsUsableUnicast(*a)) {
+                        return Fail(v.Mark(), p,
+                                    absl::StrCat(Quote(s), " is not a unicast IPv4 address"),
+                                    kAllowed);
+                      }
+                      svc.remote = *a;
+                      marks.remote = v.Mark();
+                      return true;
+                    })},
+              {"remote_port", note("remote_port", Uint(&svc.remote_port, {1, 65535}))},
+              {"bytes", note("bytes", Uint(&svc.bytes, {0, uint64_t{1} << 50}))},
+              {"connections",
+               note("connections", Uint(&svc.connections, {1, kMaxSourceConnections}))},
+              {"start_delay_ms", note("start_delay_ms", Uint(&svc.start_delay_ms, {0, 3600000}))},
+          })) {
+    return false;
+  }
+  // Keys that belong to other service types are mistakes, not no-ops.
+  struct KeyUse {
+    absl::string_view key;
+    bool echo, sink, source;
+  };
+  constexpr KeyUse kUses[] = {
+      {"port", true, true, false},           {"sha256", false, true, true},
+      {"remote", false, false, true},        {"remote_port", false, false, true},
+      {"bytes", false, false, true},         {"connections", false, false, true},
+      {"start_delay_ms", false, false, true},
+  };
+  const absl::string_view type = NameOf(svc.type, kServiceTypeNames);
+  for (absl::string_view k : given) {
+    for (const KeyUse& u : kUses) {
+      if (u.key != k) continue;
+      const bool ok = svc.type == ServiceType::kEcho   ? u.echo
+                      : svc.type == ServiceType::kSink ? u.sink
+                                                       : u.source;
+      if (!ok) {
+        std::vector<absl::string_view> types;
+        if (u.echo) types.push_back("echo");
+        if (u.sink) types.push_back("sink");
+        if (u.source) types.push_back("source");
+        return Fail(mark, Join(path, k), absl::StrCat(k, " does not apply to type ", type),
+                    absl::StrCat("allowed: ", k, " only with type ", absl::StrJoin(types, " or ")));
+      }
+    }
+  }
+  auto has = [&given](absl::string_view k) {
+    return std::find(given.begin(), given.end(), k) != given.end();
+  };
+  if (svc.type != ServiceType::kSource && !has("port")) {
+    return Fail(mark, path + ".port", "missing required key",
+                absl::StrCat("add 'port: N' (the TCP port the ", type, " service listens on)"));
+  }
+  if (svc.type == ServiceType::kSource) {
+    for (absl::string_view k : {"remote", "remote_port", "bytes"}) {
+      if (!has(k)) {
+        return Fail(mark, Join(path, k), "missing required key",
+                    "a source needs remote: A.B.C.D, remote_port: N and bytes: N");
+      }
+    }
+  }
+  config_.services.push_back(std::move(svc));
+  service_marks_.push_back(marks);
+  return true;
+}
+
+bool Loader::CheckTcpAndServices() {
+  const TcpConfig& t = config_.tcp;
+  auto mark_of = [this](absl::string_view k) {
+    auto it = tcp_marks_.find(k);
+    return it != tcp_marks_.end() ? it->second : top_mark_;
+  };
+  // RFC 6298 2.4 / 2.5: min <= initial <= max.
+  if (t.rto_min_us > t.rto_max_us) {
+    return Fail(mark_of("rto_max_us"), "tcp.rto_max_us",
+                absl::StrCat(t.rto_max_us, " is below tcp.rto_min_us ", t.rto_min_us),
+                "allowed: rto_min_us <= rto_initial_us <= rto_max_us");
+  }
+  if (t.rto_initial_us < t.rto_min_us || t.rto_initial_us > t.rto_max_us) {
+    return Fail(mark_of("rto_initial_us"), "tcp.rto_initial_us",
+                absl::StrCat(t.rto_initial_us, " is outside [", t.rto_min_us, ", ", t.rto_max_us,
+                             "]"),
+                "allowed: rto_min_us <= rto_initial_us <= rto_max_us");
+  }
+  if (t.ephemeral_port_min > t.ephemeral_port_max) {
+    return Fail(mark_of("ephemeral_port_max"), "tcp.ephemeral_port_max",
+                absl::StrCat(t.ephemeral_port_max, " is below tcp.ephemeral_port_min ",
+                             t.ephemeral_port_min),
+                "allowed: ephemeral_port_min <= ephemeral_port_max");
+  }
+  if (t.syn_backlog > t.max_connections) {
+    return Fail(mark_of("syn_backlog"), "tcp.syn_backlog",
+                absl::StrCat(t.syn_backlog, " is above tcp.max_connections ", t.max_connections),
+                "allowed: at most max_connections (half-open connections take a slot)");
+  }
+  std::map<std::string, size_t, std::less<>> names;
+  std::map<uint16_t, size_t> ports;
+  size_t listeners = 0;
+  for (size_t i = 0; i < config_.services.size(); ++i) {
+    const ServiceConfig& svc = config_.services[i];
+    const std::string p = absl::StrCat("services[", i, "]");
+    auto [it, fresh] = names.emplace(svc.name, i);
+    if (!fresh) {
+      return Fail(service_marks_[i].name, p + ".name",
+                  absl::StrCat("duplicate service name ", Quote(svc.name), " (first at ",
+                               Position(service_marks_[it->second].name), ")"),
+                  "give every service a unique name");
+    }
+    if (svc.type == ServiceType::kSource) continue;
+    ++listeners;
+    auto [pit, pfresh] = ports.emplace(svc.port, i);
+    if (!pfresh) {
+      return Fail(service_marks_[i].port, p + ".port",
+                  absl::StrCat("port ", svc.port, " is already used by service ",
+                               Quote(config_.services[pit->second].name)),
+                  "give every listening service its own port");
+    }
+  }
+  if (!config_.services.empty() && !t.enabled) {
+    return Fail(service_marks_[0].item, "services",
+                "services need TCP, but tcp.enabled is false",
+                "set tcp.enabled: true or remove the services");
+  }
+  if (listeners > t.max_listeners) {
+    return Fail(service_marks_.back().item, "services",
+                absl::StrCat(listeners, " listening services exceed tcp.max_listeners ",
+                             t.max_listeners),
+                "raise tcp.max_listeners or remove services");
+  }
+  return true;
+}
+
 // Checks that need the whole document (keys may come in any order).
 Loader::Reader Loader::PowerOfTwo(uint32_t* out, UintRange range) {
   return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
@@ -895,6 +1314,7 @@ bool Loader::ReadAppInterface(const YAML::Node& key, const YAML::Node& value,
 }
 
 bool Loader::CheckWhole() {
+  if (!CheckTcpAndServices()) return false;
   const Config& c = config_;
   for (size_t i = 0; i < c.workers.lcores.size(); ++i) {
     if (c.workers.lcores[i] == c.eal.main_lcore) {
@@ -1041,6 +1461,15 @@ absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
            }},
           {"app_interface", [this](const YAML::Node& k, const YAML::Node& v,
                                    const std::string& p) { return ReadAppInterface(k, v, p); }},
+          {"tcp", [this](const YAML::Node& k, const YAML::Node& v,
+                         const std::string& p) { return ReadTcp(k, v, p); }},
+          {"services",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(k, v, p, 0, kMaxServices, "services",
+                             [this](const YAML::Node& item, const std::string& ip) {
+                               return ReadService(item, ip);
+                             });
+           }},
       });
   if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
   return std::move(config_);
@@ -1145,6 +1574,36 @@ std::string_view ToString(LogLevel l) {
   return {name.data(), name.size()};
 }
 
+std::string_view ToString(ImpairAction a) {
+  absl::string_view n = NameOf(a, kImpairActionNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(ImpairProtocol p) {
+  absl::string_view n = NameOf(p, kImpairProtocolNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(CorruptChecksum c) {
+  absl::string_view n = NameOf(c, kCorruptChecksumNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(SynCookies v) {
+  absl::string_view n = NameOf(v, kSynCookieNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(CongestionControl v) {
+  absl::string_view n = NameOf(v, kCongestionControlNames);
+  return {n.data(), n.size()};
+}
+
+std::string_view ToString(ServiceType v) {
+  absl::string_view n = NameOf(v, kServiceTypeNames);
+  return {n.data(), n.size()};
+}
+
 std::string FormatIpv4(uint32_t a) {
   return absl::StrFormat("%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
 }
@@ -1170,6 +1629,11 @@ std::string DescribeConfig(const Config& c) {
                     p.rx_descriptors, " descriptors, tx queues ", queues(p.tx_queues), " x ",
                     p.tx_descriptors, " descriptors, promiscuous ",
                     p.promiscuous ? "on" : "off", "\n");
+    if (!p.impairment.empty()) {
+      absl::StrAppend(&out, "  port ", absl::CHexEscape(p.name), " impairment: seed ",
+                      p.impairment.seed, ", ", p.impairment.rx.size(), " rx rules, ",
+                      p.impairment.tx.size(), " tx rules\n");
+    }
   }
   if (c.interfaces.empty()) absl::StrAppend(&out, "  interfaces: none\n");
   for (const InterfaceConfig& i : c.interfaces) {
@@ -1202,6 +1666,28 @@ std::string DescribeConfig(const Config& c) {
   } else {
     out += "  app interface: disabled\n";
   }
+  const TcpConfig& t = c.tcp;
+  if (!t.enabled) {
+    absl::StrAppend(&out, "  tcp: disabled\n");
+  } else {
+    absl::StrAppend(&out, "  tcp: ", t.max_connections, " connections per worker, buffers ",
+                    t.send_buffer_bytes, "/", t.receive_buffer_bytes, " bytes, ",
+                    NameOf(t.congestion_control, kCongestionControlNames), ", sack ",
+                    t.sack ? "on" : "off", ", timestamps ", t.timestamps ? "on" : "off",
+                    ", syn cookies ", NameOf(t.syn_cookies, kSynCookieNames), "\n");
+  }
+  for (const ServiceConfig& svc : c.services) {
+    absl::StrAppend(&out, "  service ", absl::CHexEscape(svc.name), ": ",
+                    NameOf(svc.type, kServiceTypeNames));
+    if (svc.type == ServiceType::kSource) {
+      absl::StrAppend(&out, " to ", FormatIpv4(svc.remote), ":", svc.remote_port, ", ",
+                      svc.connections, " x ", svc.bytes, " bytes");
+    } else {
+      absl::StrAppend(&out, " on port ", svc.port);
+    }
+    if (svc.sha256) absl::StrAppend(&out, ", sha256");
+    out += "\n";
+  }
   return out;
 }
 
@@ -1227,6 +1713,30 @@ std::string FormatConfigYaml(const Config& c) {
                     "\n    tx_queues: ", p.tx_queues, "\n    rx_descriptors: ", p.rx_descriptors,
                     "\n    tx_descriptors: ", p.tx_descriptors,
                     "\n    promiscuous: ", p.promiscuous ? "true" : "false", "\n");
+    if (!p.impairment.empty()) {
+      absl::StrAppend(&out, "    impairment:\n      seed: ", p.impairment.seed, "\n");
+      auto rules = [&out](absl::string_view dir, const std::vector<ImpairRule>& list) {
+        absl::StrAppend(&out, "      ", dir, ":", list.empty() ? " []" : "", "\n");
+        for (const ImpairRule& r : list) {
+          absl::StrAppend(&out, "        - {action: ", NameOf(r.action, kImpairActionNames),
+                          ", protocol: ", NameOf(r.protocol, kImpairProtocolNames), ", port: ", r.l4_port,
+                          ", min_payload: ", r.min_payload, ", every: ", r.every,
+                          r.first != 0 ? absl::StrCat(", first: ", r.first) : "",
+                          r.last != 0 ? absl::StrCat(", last: ", r.last) : "",
+                          ", probability_ppm: ", r.probability_ppm);
+          if (r.action == ImpairAction::kDelay) absl::StrAppend(&out, ", delay_ms: ", r.delay_ms);
+          if (r.action == ImpairAction::kReorder) {
+            absl::StrAppend(&out, ", reorder_gap: ", r.reorder_gap);
+          }
+          if (r.action == ImpairAction::kCorrupt) {
+            absl::StrAppend(&out, ", checksum: ", NameOf(r.corrupt_checksum, kCorruptChecksumNames));
+          }
+          out += "}\n";
+        }
+      };
+      rules("rx", p.impairment.rx);
+      rules("tx", p.impairment.tx);
+    }
   }
   out += c.interfaces.empty() ? "interfaces: []\n" : "interfaces:\n";
   for (const InterfaceConfig& i : c.interfaces) {
@@ -1259,6 +1769,50 @@ std::string FormatConfigYaml(const Config& c) {
                   "  max_queue_depth: ", ai.max_queue_depth, "\n",
                   "  event_queue_depth: ", ai.event_queue_depth, "\n",
                   "  stag_table_size: ", ai.stag_table_size, "\n");
+  const TcpConfig& t = c.tcp;
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  absl::StrAppend(&out, "tcp:\n  enabled: ", b(t.enabled), "\n  max_connections: ",
+                  t.max_connections, "\n  max_listeners: ", t.max_listeners,
+                  "\n  syn_backlog: ", t.syn_backlog,
+                  "\n  syn_cookies: ", NameOf(t.syn_cookies, kSynCookieNames), "\n  mss: ", t.mss,
+                  "\n  send_buffer_bytes: ", t.send_buffer_bytes,
+                  "\n  receive_buffer_bytes: ", t.receive_buffer_bytes,
+                  "\n  max_zero_copy_sends: ", t.max_zero_copy_sends,
+                  "\n  max_send_records: ", t.max_send_records,
+                  "\n  max_ooo_segments: ", t.max_ooo_segments, "\n");
+  absl::StrAppend(&out, "  window_scale: ",
+                  t.window_scale < 0 ? std::string("auto") : absl::StrCat(t.window_scale),
+                  "\n  sack: ", b(t.sack), "\n  timestamps: ", b(t.timestamps),
+                  "\n  delayed_ack_us: ", t.delayed_ack_us, "\n  nagle: ", b(t.nagle),
+                  "\n  keepalive: ", b(t.keepalive), "\n  keepalive_idle_s: ", t.keepalive_idle_s,
+                  "\n  keepalive_interval_s: ", t.keepalive_interval_s,
+                  "\n  keepalive_count: ", t.keepalive_count, "\n  time_wait_s: ", t.time_wait_s,
+                  "\n  max_time_wait: ", t.max_time_wait, "\n");
+  absl::StrAppend(&out, "  rto_min_us: ", t.rto_min_us, "\n  rto_max_us: ", t.rto_max_us,
+                  "\n  rto_initial_us: ", t.rto_initial_us,
+                  "\n  max_retransmissions: ", t.max_retransmissions,
+                  "\n  max_syn_retransmissions: ", t.max_syn_retransmissions,
+                  "\n  congestion_control: ",
+                  NameOf(t.congestion_control, kCongestionControlNames),
+                  "\n  challenge_ack_limit: ", t.challenge_ack_limit,
+                  "\n  ephemeral_port_min: ", t.ephemeral_port_min,
+                  "\n  ephemeral_port_max: ", t.ephemeral_port_max,
+                  "\n  timer_tick_us: ", t.timer_tick_us, "\n");
+  out += c.services.empty() ? "services: []\n" : "services:\n";
+  for (const ServiceConfig& svc : c.services) {
+    out += "  - name: ";
+    AppendYamlString(&out, svc.name);
+    absl::StrAppend(&out, "\n    type: ", NameOf(svc.type, kServiceTypeNames), "\n");
+    if (svc.type == ServiceType::kSource) {
+      absl::StrAppend(&out, "    remote: ", FormatIpv4(svc.remote),
+                      "\n    remote_port: ", svc.remote_port, "\n    bytes: ", svc.bytes,
+                      "\n    connections: ", svc.connections,
+                      "\n    start_delay_ms: ", svc.start_delay_ms, "\n");
+    } else {
+      absl::StrAppend(&out, "    port: ", svc.port, "\n");
+    }
+    if (svc.type != ServiceType::kEcho) absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
+  }
   return out;
 }
 

@@ -41,6 +41,46 @@ struct EalConfig {
   friend bool operator==(const EalConfig&, const EalConfig&) = default;
 };
 
+// ---- Impairment stage (ports[].impairment) --------------------------------
+// Faults the data plane injects on one port and direction, since the test
+// machines have no netem. See config/examples/reference.yaml.
+enum class ImpairAction { kDrop, kDuplicate, kReorder, kDelay, kCorrupt };
+enum class ImpairProtocol { kAny, kTcp, kUdp, kIcmp };
+// kStale: the L4 checksum is left as it was, so the receiver's checksum check
+// discards the packet. kFixed: the checksum is updated (RFC 1624) so the
+// damage reaches the layers above the transport.
+enum class CorruptChecksum { kStale, kFixed };
+
+struct ImpairRule {
+  ImpairAction action = ImpairAction::kDrop;
+  // Filter: which IPv4 packets the rule counts. Non-IPv4 frames never match.
+  ImpairProtocol protocol = ImpairProtocol::kAny;
+  uint16_t l4_port = 0;        // TCP/UDP source or destination port; 0 = any
+  uint32_t min_payload = 0;    // L4 payload bytes at least
+  // Selection among the matching packets, all of which must hold: the Nth,
+  // 2Nth, ... (every), the 1-based match index within [first, last] (0 = no
+  // bound), and a seeded random draw (parts per million).
+  uint32_t every = 1;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  uint32_t probability_ppm = 1000000;
+  // Action parameters.
+  uint32_t delay_ms = 10;      // delay
+  uint32_t reorder_gap = 3;    // reorder: later packets that overtake the held one
+  CorruptChecksum corrupt_checksum = CorruptChecksum::kStale;
+
+  friend bool operator==(const ImpairRule&, const ImpairRule&) = default;
+};
+
+struct ImpairmentConfig {
+  uint64_t seed = 1;  // generator seed (mixed with port, direction and worker)
+  std::vector<ImpairRule> rx;  // applied to received frames before the stack
+  std::vector<ImpairRule> tx;  // applied to frames about to be transmitted
+
+  bool empty() const { return rx.empty() && tx.empty(); }
+  friend bool operator==(const ImpairmentConfig&, const ImpairmentConfig&) = default;
+};
+
 struct PortConfig {
   std::string name;          // operator's name, unique; used by interfaces
   std::string vdev;          // DPDK vdev spec, e.g. "net_tap0,iface=iw0"
@@ -51,6 +91,7 @@ struct PortConfig {
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
   bool promiscuous = false;
+  ImpairmentConfig impairment;
 
   friend bool operator==(const PortConfig&, const PortConfig&) = default;
 };
@@ -128,6 +169,72 @@ struct AppInterfaceConfig {
   friend bool operator==(const AppInterfaceConfig&, const AppInterfaceConfig&) = default;
 };
 
+// ---- TCP engine (tcp:) ------------------------------------------------------
+// Mirrors tcp_lite's TcpOptions (the data plane converts); the per-port MTU
+// gives the default MSS. Defaults are the engine's.
+enum class SynCookies { kOff, kOnPressure, kAlways };
+enum class CongestionControl { kNewReno, kCubic };
+
+struct TcpConfig {
+  bool enabled = true;  // false: TCP segments are dropped as ipv4_unknown_protocol
+  uint32_t max_connections = 256;  // per worker, TIME_WAIT included
+  uint32_t max_listeners = 16;     // per worker
+  uint32_t syn_backlog = 128;
+  SynCookies syn_cookies = SynCookies::kOnPressure;
+  uint16_t mss = 0;  // 0: port mtu - 40
+  uint32_t send_buffer_bytes = 256 * 1024;
+  uint32_t receive_buffer_bytes = 256 * 1024;
+  uint32_t max_zero_copy_sends = 64;
+  uint32_t max_send_records = 1024;
+  uint32_t max_ooo_segments = 64;
+  int32_t window_scale = -1;  // -1 = auto
+  bool sack = true;
+  bool timestamps = true;
+  uint32_t delayed_ack_us = 200;
+  bool nagle = false;
+  bool keepalive = false;
+  uint32_t keepalive_idle_s = 7200;
+  uint32_t keepalive_interval_s = 75;
+  uint32_t keepalive_count = 9;
+  uint32_t time_wait_s = 60;
+  uint32_t max_time_wait = 64;
+  uint64_t rto_min_us = 200000;
+  uint64_t rto_max_us = 60000000;
+  uint64_t rto_initial_us = 1000000;
+  uint32_t max_retransmissions = 15;
+  uint32_t max_syn_retransmissions = 6;
+  CongestionControl congestion_control = CongestionControl::kCubic;
+  uint32_t challenge_ack_limit = 1000;
+  uint16_t ephemeral_port_min = 32768;
+  uint16_t ephemeral_port_max = 60999;
+  uint32_t timer_tick_us = 100;
+
+  friend bool operator==(const TcpConfig&, const TcpConfig&) = default;
+};
+
+// ---- Plain TCP services (services:) ----------------------------------------
+// echo:   listens on `port`, sends every byte back.
+// sink:   listens on `port`, counts (and with sha256 hashes) what it receives;
+//         closes when the peer does.
+// source: actively opens `connections` connections to remote:remote_port and
+//         sends `bytes` bytes of the pattern byte[i] = i % 251 on each, then
+//         FIN; hashes what it sent with sha256.
+enum class ServiceType { kEcho, kSink, kSource };
+
+struct ServiceConfig {
+  std::string name;
+  ServiceType type = ServiceType::kEcho;
+  uint16_t port = 0;            // echo, sink: listening port
+  bool sha256 = false;          // sink, source
+  uint32_t remote = 0;          // source: host order
+  uint16_t remote_port = 0;     // source
+  uint64_t bytes = 0;           // source: per connection
+  uint32_t connections = 1;     // source
+  uint32_t start_delay_ms = 0;  // source: after the worker starts
+
+  friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
+};
+
 struct Config {
   int version = kSchemaVersion;
   std::string source;  // file the config came from ("<string>" for tests)
@@ -140,6 +247,8 @@ struct Config {
   LoggingConfig logging;
   TelemetryConfig telemetry;
   AppInterfaceConfig app_interface;
+  TcpConfig tcp;
+  std::vector<ServiceConfig> services;
 
   friend bool operator==(const Config&, const Config&) = default;
 };
@@ -155,6 +264,12 @@ absl::StatusOr<Config> LoadConfigString(std::string_view yaml,
 
 std::string_view ToString(HugepageMode m);
 std::string_view ToString(LogLevel l);
+std::string_view ToString(ImpairAction a);
+std::string_view ToString(ImpairProtocol p);
+std::string_view ToString(CorruptChecksum c);
+std::string_view ToString(SynCookies s);
+std::string_view ToString(CongestionControl c);
+std::string_view ToString(ServiceType t);
 std::string FormatIpv4(uint32_t host_order_addr);
 
 // Multi-line human summary of a loaded config, for the start-up log. Every

@@ -185,7 +185,9 @@ TEST(ConfigDescribe, DefaultExample) {
             " retry 1000 ms\n"
             "  logging: info; telemetry: enabled\n"
             "  app interface: /run/iwarpd/iwarpd.sock mode 0660, 64 sessions, per session 256 QPs"
-            " 256 CQs 4096 MRs 1024 MiB, queues <= 4096, 65536 STags\n");
+            " 256 CQs 4096 MRs 1024 MiB, queues <= 4096, 65536 STags\n"
+            "  tcp: 256 connections per worker, buffers 262144/262144 bytes, cubic, sack on, "
+            "timestamps on, syn cookies on_pressure\n");
 }
 
 TEST(ConfigStrings, Names) {
@@ -236,7 +238,7 @@ TEST(ConfigErrors, FileNameAppearsInErrors) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
             path + ":2:1: portz: unknown key; allowed keys: version, eal, ports, interfaces, "
-                   "workers, mempools, arp, logging, telemetry, app_interface (did you mean 'ports'?)");
+                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services (did you mean 'ports'?)");
   std::remove(path.c_str());
 }
 
@@ -298,10 +300,10 @@ TEST(ConfigErrors, Version) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   EXPECT_EQ(Error2("telemetri: {}\n"),
             "t.yaml:7:1: telemetri: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface (did you mean 'telemetry'?)");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services (did you mean 'telemetry'?)");
   EXPECT_EQ(Error2("zzz: 1\n"),
             "t.yaml:7:1: zzz: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -387,8 +389,8 @@ TEST(ConfigErrors, Ports) {
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n    mtus: 9000\n"
                   "workers: {lcores: [1]}\n"),
             "t.yaml:5:5: ports[0].mtus: unknown key; allowed keys: name, vdev, pci, mtu, "
-            "rx_queues, tx_queues, rx_descriptors, tx_descriptors, promiscuous (did you mean "
-            "'mtu'?)");
+            "rx_queues, tx_queues, rx_descriptors, tx_descriptors, promiscuous, impairment "
+            "(did you mean 'mtu'?)");
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
                   "    rx_descriptors: 1000\nworkers: {lcores: [1]}\n"),
             "t.yaml:5:21: ports[0].rx_descriptors: 1000 is not a power of two; allowed: a power "
@@ -649,7 +651,7 @@ TEST(ConfigErrors, AppInterface) {
 TEST(ConfigErrors, HostileTextIsEscaped) {
   EXPECT_EQ(Error2("\"bad\\nkey\": 1\n"),
             "t.yaml:7:1: bad\\nkey: unknown key; allowed keys: version, eal, ports, "
-            "interfaces, workers, mempools, arp, logging, telemetry, app_interface");
+            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services");
   std::string msg = Error2("logging: {level: \"" + std::string(100, 'x') + "\\u0001\"}\n");
   EXPECT_EQ(msg, "t.yaml:7:18: logging.level: '" + std::string(48, 'x') +
                      "...' is not a known value; allowed: error, warning, notice, info, debug");
@@ -671,6 +673,216 @@ TEST(ConfigErrors, AliasesResolveToTheAnchor) {
   EXPECT_EQ(Error2("eal: {memory_mb: &m 8}\narp: {retry_ms: *m}\n"),
             "t.yaml:7:18: eal.memory_mb: 8 is out of range; allowed: an integer from 64 to "
             "1048576");
+}
+
+// kMinimal's port with an impairment section `imp` (indented under the port).
+std::string WithImpairment(const std::string& imp) {
+  return Error(std::string("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
+                           "    impairment:\n") +
+               imp + "workers: {lcores: [1]}\n");
+}
+
+TEST(ConfigImpairment, ParsesRules) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      "version: 1\nports:\n  - name: p0\n    vdev: net_null0\n    impairment:\n"
+      "      seed: 42\n"
+      "      rx:\n"
+      "        - {action: drop, protocol: tcp, port: 9, every: 100}\n"
+      "        - {action: corrupt, min_payload: 1, first: 5, last: 7, checksum: fixed}\n"
+      "      tx:\n"
+      "        - {action: delay, delay_ms: 30, probability_ppm: 50000}\n"
+      "        - {action: reorder, reorder_gap: 2}\n"
+      "        - {action: duplicate, protocol: udp}\n"
+      "workers: {lcores: [1]}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const ImpairmentConfig& imp = c->ports[0].impairment;
+  EXPECT_EQ(imp.seed, 42u);
+  ASSERT_EQ(imp.rx.size(), 2u);
+  ASSERT_EQ(imp.tx.size(), 3u);
+  EXPECT_EQ(imp.rx[0].action, ImpairAction::kDrop);
+  EXPECT_EQ(imp.rx[0].protocol, ImpairProtocol::kTcp);
+  EXPECT_EQ(imp.rx[0].l4_port, 9);
+  EXPECT_EQ(imp.rx[0].every, 100u);
+  EXPECT_EQ(imp.rx[1].action, ImpairAction::kCorrupt);
+  EXPECT_EQ(imp.rx[1].first, 5u);
+  EXPECT_EQ(imp.rx[1].last, 7u);
+  EXPECT_EQ(imp.rx[1].min_payload, 1u);
+  EXPECT_EQ(imp.rx[1].corrupt_checksum, CorruptChecksum::kFixed);
+  EXPECT_EQ(imp.tx[0].delay_ms, 30u);
+  EXPECT_EQ(imp.tx[0].probability_ppm, 50000u);
+  EXPECT_EQ(imp.tx[1].reorder_gap, 2u);
+  EXPECT_EQ(imp.tx[2].protocol, ImpairProtocol::kUdp);
+  // And it survives --check-config's rendering.
+  absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << FormatConfigYaml(*c);
+  EXPECT_EQ(again->ports[0].impairment, imp);
+}
+
+TEST(ConfigImpairment, Errors) {
+  EXPECT_EQ(WithImpairment("      rx:\n        - {protocol: tcp}\n"),
+            "t.yaml:7:11: ports[0].impairment.rx[0].action: missing required key; add 'action: "
+            "drop|duplicate|reorder|delay|corrupt'");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: mangle}\n"),
+            "t.yaml:7:20: ports[0].impairment.rx[0].action: 'mangle' is not a known value; "
+            "allowed: drop, duplicate, reorder, delay, corrupt");
+  EXPECT_EQ(WithImpairment("      tx:\n        - {action: drop, every: 0}\n"),
+            "t.yaml:7:33: ports[0].impairment.tx[0].every: 0 is out of range; allowed: an "
+            "integer from 1 to 1000000");
+  EXPECT_EQ(WithImpairment("      tx:\n        - {action: drop, probability_ppm: 1000001}\n"),
+            "t.yaml:7:43: ports[0].impairment.tx[0].probability_ppm: 1000001 is out of range; "
+            "allowed: an integer from 0 to 1000000");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: drop, first: 9, last: 3}\n"),
+            "t.yaml:7:42: ports[0].impairment.rx[0].last: last 3 is before first 9; allowed: "
+            "last >= first (both count matching packets from 1)");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: drop, delay_ms: 5}\n"),
+            "t.yaml:7:11: ports[0].impairment.rx[0].delay_ms: delay_ms does not apply to action "
+            "drop; allowed: delay_ms only with action delay");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: corrupt, checksum: wrong}\n"),
+            "t.yaml:7:39: ports[0].impairment.rx[0].checksum: 'wrong' is not a known value; "
+            "allowed: stale, fixed");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: drop, protocol: icmp, port: 7}\n"),
+            "t.yaml:7:11: ports[0].impairment.rx[0].port: ICMP has no ports; allowed: port with "
+            "protocol tcp, udp or any (remove port or change protocol)");
+  EXPECT_EQ(WithImpairment("      rx:\n        - {action: delay, delay_ms: 10001}\n"),
+            "t.yaml:7:37: ports[0].impairment.rx[0].delay_ms: 10001 is out of range; allowed: an "
+            "integer from 1 to 10000");
+  EXPECT_EQ(WithImpairment("      rx: drop\n"),
+            "t.yaml:6:11: ports[0].impairment.rx: expected a list; allowed: a list of 0 to 16 "
+            "impairment rules");
+  EXPECT_EQ(WithImpairment("      rz: []\n"),
+            "t.yaml:6:7: ports[0].impairment.rz: unknown key; allowed keys: seed, rx, tx (did "
+            "you mean 'rx'?)");
+}
+
+TEST(ConfigTcp, ParsesEveryKeyAndRoundTrips) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      std::string(kMinimal) +
+      "tcp:\n"
+      "  max_connections: 2048\n  max_listeners: 4\n  syn_backlog: 64\n  syn_cookies: always\n"
+      "  mss: 1000\n  send_buffer_bytes: 65536\n  receive_buffer_bytes: 131072\n"
+      "  max_zero_copy_sends: 8\n  max_send_records: 16\n  max_ooo_segments: 32\n"
+      "  window_scale: 7\n  sack: false\n  timestamps: false\n  delayed_ack_us: 0\n"
+      "  nagle: true\n  keepalive: true\n  keepalive_idle_s: 10\n  keepalive_interval_s: 2\n"
+      "  keepalive_count: 3\n  time_wait_s: 1\n  max_time_wait: 1000\n  rto_min_us: 10000\n"
+      "  rto_max_us: 2000000\n  rto_initial_us: 300000\n  max_retransmissions: 5\n"
+      "  max_syn_retransmissions: 2\n  congestion_control: newreno\n"
+      "  challenge_ack_limit: 10\n  ephemeral_port_min: 40000\n  ephemeral_port_max: 40100\n"
+      "  timer_tick_us: 50\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const TcpConfig& t = c->tcp;
+  EXPECT_TRUE(t.enabled);
+  EXPECT_EQ(t.max_connections, 2048u);
+  EXPECT_EQ(t.syn_cookies, SynCookies::kAlways);
+  EXPECT_EQ(t.mss, 1000);
+  EXPECT_EQ(t.receive_buffer_bytes, 131072u);
+  EXPECT_EQ(t.window_scale, 7);
+  EXPECT_FALSE(t.sack);
+  EXPECT_TRUE(t.nagle);
+  EXPECT_EQ(t.rto_initial_us, 300000u);
+  EXPECT_EQ(t.congestion_control, CongestionControl::kNewReno);
+  EXPECT_EQ(t.ephemeral_port_max, 40100);
+  EXPECT_EQ(t.timer_tick_us, 50u);
+  absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->tcp, t);
+  // window_scale: auto round-trips too.
+  absl::StatusOr<Config> a = LoadConfigString(std::string(kMinimal) + "tcp: {window_scale: auto}\n");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->tcp.window_scale, -1);
+  EXPECT_EQ(LoadConfigString(FormatConfigYaml(*a))->tcp.window_scale, -1);
+}
+
+TEST(ConfigTcp, Errors) {
+  EXPECT_EQ(Error2("tcp:\n  window_scale: 15\n"),
+            "t.yaml:8:17: tcp.window_scale: 15 is out of range; allowed: an integer from 0 to 14");
+  EXPECT_EQ(Error2("tcp:\n  mss: 40\n"),
+            "t.yaml:8:8: tcp.mss: 40 is out of range; allowed: 0 (port mtu - 40) or an integer "
+            "from 88 to 9560");
+  EXPECT_EQ(Error2("tcp:\n  congestion_control: bbr\n"),
+            "t.yaml:8:23: tcp.congestion_control: 'bbr' is not a known value; allowed: newreno, "
+            "cubic");
+  EXPECT_EQ(Error2("tcp:\n  rto_min_us: 500000\n  rto_max_us: 400000\n"),
+            "t.yaml:9:15: tcp.rto_max_us: 400000 is below tcp.rto_min_us 500000; allowed: "
+            "rto_min_us <= rto_initial_us <= rto_max_us");
+  EXPECT_EQ(Error2("tcp:\n  rto_initial_us: 100000\n"),
+            "t.yaml:8:19: tcp.rto_initial_us: 100000 is outside [200000, 60000000]; allowed: "
+            "rto_min_us <= rto_initial_us <= rto_max_us");
+  EXPECT_EQ(Error2("tcp:\n  ephemeral_port_min: 50000\n  ephemeral_port_max: 49999\n"),
+            "t.yaml:9:23: tcp.ephemeral_port_max: 49999 is below tcp.ephemeral_port_min 50000; "
+            "allowed: ephemeral_port_min <= ephemeral_port_max");
+  EXPECT_EQ(Error2("tcp:\n  max_connections: 16\n  syn_backlog: 17\n"),
+            "t.yaml:9:16: tcp.syn_backlog: 17 is above tcp.max_connections 16; allowed: at most "
+            "max_connections (half-open connections take a slot)");
+  EXPECT_EQ(Error2("tcp:\n  send_buffer_bytes: 100\n"),
+            "t.yaml:8:22: tcp.send_buffer_bytes: 100 is out of range; allowed: an integer from "
+            "4096 to 67108864");
+  EXPECT_EQ(Error2("tcp:\n  delayed_ack_us: 500001\n"),
+            "t.yaml:8:19: tcp.delayed_ack_us: 500001 is out of range; allowed: an integer from 0 "
+            "to 500000");
+  EXPECT_EQ(Error2("tcp:\n  sack: maybe\n"),
+            "t.yaml:8:9: tcp.sack: 'maybe' is not a boolean; allowed: true or false");
+}
+
+TEST(ConfigServices, ParsesAndRoundTrips) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      std::string(kMinimal) +
+      "services:\n"
+      "  - {name: echo, type: echo, port: 7}\n"
+      "  - {name: sink, type: sink, port: 9, sha256: true}\n"
+      "  - {name: push, type: source, remote: 198.18.0.2, remote_port: 5001, bytes: 1073741824,\n"
+      "     connections: 4, start_delay_ms: 100, sha256: true}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->services.size(), 3u);
+  EXPECT_EQ(c->services[0].type, ServiceType::kEcho);
+  EXPECT_EQ(c->services[0].port, 7);
+  EXPECT_TRUE(c->services[1].sha256);
+  const ServiceConfig& src = c->services[2];
+  EXPECT_EQ(src.type, ServiceType::kSource);
+  EXPECT_EQ(src.remote, 0xc6120002u);
+  EXPECT_EQ(src.remote_port, 5001);
+  EXPECT_EQ(src.bytes, 1073741824u);
+  EXPECT_EQ(src.connections, 4u);
+  EXPECT_EQ(src.start_delay_ms, 100u);
+  absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status() << FormatConfigYaml(*c);
+  EXPECT_EQ(again->services, c->services);
+  EXPECT_NE(DescribeConfig(*c).find("  service push: source to 198.18.0.2:5001, 4 x 1073741824 "
+                                    "bytes, sha256\n"),
+            std::string::npos)
+      << DescribeConfig(*c);
+}
+
+TEST(ConfigServices, Errors) {
+  EXPECT_EQ(Error2("services:\n  - {name: e, type: chargen, port: 19}\n"),
+            "t.yaml:8:21: services[0].type: 'chargen' is not a known value; allowed: echo, sink, "
+            "source");
+  EXPECT_EQ(Error2("services:\n  - {name: e, type: echo}\n"),
+            "t.yaml:8:5: services[0].port: missing required key; add 'port: N' (the TCP port the "
+            "echo service listens on)");
+  EXPECT_EQ(Error2("services:\n  - {name: e, type: echo, port: 7, sha256: true}\n"),
+            "t.yaml:8:5: services[0].sha256: sha256 does not apply to type echo; allowed: sha256 "
+            "only with type sink or source");
+  EXPECT_EQ(Error2("services:\n  - {name: s, type: source, remote: 198.18.0.2, bytes: 1}\n"),
+            "t.yaml:8:5: services[0].remote_port: missing required key; a source needs remote: "
+            "A.B.C.D, remote_port: N and bytes: N");
+  EXPECT_EQ(Error2("services:\n  - {name: s, type: source, remote: 224.0.0.1, remote_port: 1, "
+                   "bytes: 1}\n"),
+            "t.yaml:8:37: services[0].remote: '224.0.0.1' is not a unicast IPv4 address; "
+            "allowed: a unicast IPv4 address A.B.C.D");
+  EXPECT_EQ(Error2("services:\n  - {name: a, type: echo, port: 7}\n"
+                   "  - {name: b, type: sink, port: 7}\n"),
+            "t.yaml:9:33: services[1].port: port 7 is already used by service 'a'; give "
+            "every listening service its own port");
+  EXPECT_EQ(Error2("services:\n  - {name: a, type: echo, port: 7}\n"
+                   "  - {name: a, type: sink, port: 9}\n"),
+            "t.yaml:9:12: services[1].name: duplicate service name 'a' (first at 8:12); "
+            "give every service a unique name");
+  EXPECT_EQ(Error2("tcp: {enabled: false}\nservices:\n  - {name: a, type: echo, port: 7}\n"),
+            "t.yaml:9:5: services: services need TCP, but tcp.enabled is false; set "
+            "tcp.enabled: true or remove the services");
+  EXPECT_EQ(Error2("services:\n  - {name: a, type: echo, port: 0}\n"),
+            "t.yaml:8:33: services[0].port: 0 is out of range; allowed: an integer from 1 to "
+            "65535");
 }
 
 }  // namespace

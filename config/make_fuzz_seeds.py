@@ -30,6 +30,18 @@ EVERY_KEY = (
     'logging: {level: debug}\n'
     'telemetry: {enabled: false}\n')
 
+IMPAIRMENT = (
+    'version: 1\nports:\n  - name: p0\n    vdev: net_null0\n    impairment:\n'
+    '      seed: 3\n'
+    '      rx:\n'
+    '        - {action: drop, protocol: tcp, port: 7, every: 10, first: 2, last: 90}\n'
+    '        - {action: corrupt, min_payload: 1, checksum: fixed, probability_ppm: 10000}\n'
+    '      tx:\n'
+    '        - {action: delay, delay_ms: 5}\n'
+    '        - {action: reorder, reorder_gap: 4}\n'
+    '        - {action: duplicate, protocol: udp}\n'
+    'workers:\n  lcores: [1]\n')
+
 BROKEN = {
     'empty': '',
     'comment_only': '# nothing\n',
@@ -72,7 +84,7 @@ BROKEN = {
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    seeds = {'minimal': MINIMAL, 'every_key': EVERY_KEY}
+    seeds = {'minimal': MINIMAL, 'every_key': EVERY_KEY, 'impairment': IMPAIRMENT}
     for name in ('default', 'reference'):
         with open(os.path.join(HERE, 'examples', name + '.yaml'), encoding='utf-8') as f:
             seeds[name] = f.read()

@@ -36,6 +36,7 @@ struct Runtime {
   std::vector<uint32_t> lcores;
   std::unique_ptr<LcoreStats[]> stats;
   std::vector<std::unique_ptr<Worker>> workers;
+  std::vector<Worker*> worker_ptrs;  // same order; for telemetry
   // Read by the workers; set once to stop them.
   std::atomic<bool> workers_stop{false};
   bool launched = false;
@@ -80,13 +81,12 @@ absl::Status Serve(const config::Config& cfg) {
                                                   cfg, &rt.stats[i], &rt.workers_stop));
     if (absl::Status s = rt.workers.back()->Init(); !s.ok()) return s;
   }
-  std::vector<Worker*> peers;
-  for (auto& w : rt.workers) peers.push_back(w.get());
-  for (auto& w : rt.workers) w->SetPeers(peers);
+  for (auto& w : rt.workers) rt.worker_ptrs.push_back(w.get());
+  for (auto& w : rt.workers) w->SetPeers(rt.worker_ptrs);
 
   if (cfg.telemetry.enabled) {
     rt.view = TelemetryView{rt.lcores, std::span<const LcoreStats>(rt.stats.get(), rt.lcores.size()),
-                            rt.ports};
+                            rt.ports, rt.worker_ptrs, &cfg};
     PublishTelemetryView(&rt.view);
     rt.telemetry_published = true;
   }

@@ -5,12 +5,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dataplane/l3/ipv4.h"
+#include "dataplane/worker.h"
 
 namespace iwarp::dataplane {
 namespace {
@@ -133,6 +136,210 @@ int PortsCommand(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// Snapshots are requested one at a time (each worker has one buffer).
+std::mutex g_snapshot_mu;
+constexpr uint32_t kSnapshotTimeoutMs = 1000;
+constexpr size_t kTransfersPerService = 24;
+
+// Fills `out` with one snapshot per worker (nullptr where the worker did not
+// answer: not running, or TCP disabled).
+void TakeSnapshots(const TelemetryView& v, std::vector<const TcpSnapshot*>* out) {
+  out->clear();
+  for (Worker* w : v.workers) {
+    const TcpSnapshot* s = w->RequestTcpSnapshot(kSnapshotTimeoutMs);
+    out->push_back(s != nullptr && s->enabled ? s : nullptr);
+  }
+}
+
+void AddTcpCounters(rte_tel_data* d, std::span<const TcpSnapshot* const> snaps) {
+  tcp::TcpStackStats sum;
+  for (const TcpSnapshot* s : snaps) {
+    if (s == nullptr) continue;
+#define IWARP_SUM_TCP(field, name) sum.field += s->stats.field;
+    IWARP_TCP_STACK_COUNTERS(IWARP_SUM_TCP)
+#undef IWARP_SUM_TCP
+    for (size_t r = 0; r < kNumDropReasons; ++r) sum.drops[r] += s->stats.drops[r];
+  }
+  sum.ForEachCounter([d](std::string_view name, uint64_t v) {
+    rte_tel_data_add_dict_u64(d, std::string(name).c_str(), v);
+  });
+  for (size_t r = 1; r < kNumDropReasons; ++r) {
+    const std::string_view name = DropReasonName(static_cast<DropReason>(r));
+    if (name.substr(0, 4) != "tcp_") continue;
+    const std::string key = "drop_" + std::string(name);
+    rte_tel_data_add_dict_u64(d, key.c_str(), sum.drops[r]);
+  }
+}
+
+int TcpCommand(const char*, const char*, rte_tel_data* d) {
+  ViewPin pin;
+  const TelemetryView* v = pin.get();
+  if (v == nullptr) return -EAGAIN;
+  std::lock_guard<std::mutex> lock(g_snapshot_mu);
+  std::vector<const TcpSnapshot*> snaps;
+  TakeSnapshots(*v, &snaps);
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_string(d, "enabled",
+                               v->config != nullptr && v->config->tcp.enabled ? "yes" : "no");
+  rte_tel_data* lcores = rte_tel_data_alloc();
+  if (lcores == nullptr) return -ENOMEM;
+  rte_tel_data_start_array(lcores, RTE_TEL_U64_VAL);
+  for (uint32_t l : v->lcores) rte_tel_data_add_array_u64(lcores, l);
+  rte_tel_data_add_dict_container(d, "lcores", lcores, 0);
+  for (size_t i = 0; i < snaps.size() && i < v->lcores.size(); ++i) {
+    rte_tel_data* c = rte_tel_data_alloc();
+    if (c == nullptr) return -ENOMEM;
+    rte_tel_data_start_dict(c);
+    AddTcpCounters(c, std::span<const TcpSnapshot* const>(&snaps[i], 1));
+    rte_tel_data_add_dict_u64(c, "connections", snaps[i] != nullptr ? snaps[i]->conn_count : 0);
+    const std::string key = absl::StrCat("lcore_", v->lcores[i]);
+    rte_tel_data_add_dict_container(d, key.c_str(), c, 0);
+  }
+  rte_tel_data* total = rte_tel_data_alloc();
+  if (total == nullptr) return -ENOMEM;
+  rte_tel_data_start_dict(total);
+  AddTcpCounters(total, snaps);
+  uint64_t conns = 0;
+  for (const TcpSnapshot* s : snaps) conns += s != nullptr ? s->conn_count : 0;
+  rte_tel_data_add_dict_u64(total, "connections", conns);
+  rte_tel_data_add_dict_container(d, "total", total, 0);
+  return 0;
+}
+
+std::string TupleText(uint32_t addr, uint16_t port) {
+  return absl::StrCat(Ipv4ToString(addr), ":", port);
+}
+
+int ConnectionsCommand(const char*, const char* params, rte_tel_data* d) {
+  ViewPin pin;
+  const TelemetryView* v = pin.get();
+  if (v == nullptr) return -EAGAIN;
+  size_t first = 0;
+  if (params != nullptr && *params != '\0') {
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(params, &end, 10);
+    if (end == params || *end != '\0') return -EINVAL;
+    first = static_cast<size_t>(x);
+  }
+  std::lock_guard<std::mutex> lock(g_snapshot_mu);
+  std::vector<const TcpSnapshot*> snaps;
+  TakeSnapshots(*v, &snaps);
+  size_t total = 0;
+  for (const TcpSnapshot* s : snaps) total += s != nullptr ? s->conn_count : 0;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "total", total);
+  rte_tel_data_add_dict_u64(d, "first", first);
+  size_t index = 0, shown = 0;
+  for (size_t w = 0; w < snaps.size(); ++w) {
+    const TcpSnapshot* s = snaps[w];
+    if (s == nullptr) continue;
+    for (size_t i = 0; i < s->conn_count; ++i, ++index) {
+      if (index < first || shown == kConnectionsPerReply) continue;
+      const tcp::TcpConnInfo& c = s->conns[i];
+      rte_tel_data* e = rte_tel_data_alloc();
+      if (e == nullptr) return -ENOMEM;
+      rte_tel_data_start_dict(e);
+      rte_tel_data_add_dict_u64(e, "lcore", v->lcores[w]);
+      rte_tel_data_add_dict_string(e, "local",
+                                   TupleText(c.tuple.local_addr, c.tuple.local_port).c_str());
+      rte_tel_data_add_dict_string(e, "remote",
+                                   TupleText(c.tuple.remote_addr, c.tuple.remote_port).c_str());
+      rte_tel_data_add_dict_string(e, "state", std::string(tcp::TcpStateName(c.state)).c_str());
+      const int16_t svc = s->conn_service[i];
+      rte_tel_data_add_dict_string(
+          e, "service",
+          svc >= 0 && v->config != nullptr && static_cast<size_t>(svc) < v->config->services.size()
+              ? v->config->services[static_cast<size_t>(svc)].name.c_str()
+              : "");
+      rte_tel_data_add_dict_u64(e, "bytes_in", c.bytes_in);
+      rte_tel_data_add_dict_u64(e, "bytes_out", c.bytes_out);
+      rte_tel_data_add_dict_u64(e, "segs_in", c.segments_in);
+      rte_tel_data_add_dict_u64(e, "segs_out", c.segments_out);
+      rte_tel_data_add_dict_u64(e, "retrans", c.retransmitted_segments);
+      rte_tel_data_add_dict_u64(e, "timeouts", c.timeouts);
+      rte_tel_data_add_dict_u64(e, "srtt_us", c.srtt_us);
+      rte_tel_data_add_dict_u64(e, "rto_us", c.rto_us);
+      rte_tel_data_add_dict_u64(e, "cwnd", c.cwnd);
+      rte_tel_data_add_dict_u64(e, "snd_wnd", c.snd_wnd);
+      rte_tel_data_add_dict_u64(e, "unacked", c.unacked_bytes);
+      const std::string key = absl::StrCat("conn_", index);
+      rte_tel_data_add_dict_container(d, key.c_str(), e, 0);
+      ++shown;
+    }
+  }
+  rte_tel_data_add_dict_u64(d, "shown", shown);
+  return 0;
+}
+
+int ServicesCommand(const char*, const char*, rte_tel_data* d) {
+  ViewPin pin;
+  const TelemetryView* v = pin.get();
+  if (v == nullptr || v->config == nullptr) return -EAGAIN;
+  std::lock_guard<std::mutex> lock(g_snapshot_mu);
+  std::vector<const TcpSnapshot*> snaps;
+  TakeSnapshots(*v, &snaps);
+  rte_tel_data_start_dict(d);
+  rte_tel_data* names = rte_tel_data_alloc();
+  if (names == nullptr) return -ENOMEM;
+  rte_tel_data_start_array(names, RTE_TEL_STRING_VAL);
+  for (const config::ServiceConfig& sc : v->config->services) {
+    rte_tel_data_add_array_string(names, sc.name.c_str());
+  }
+  rte_tel_data_add_dict_container(d, "names", names, 0);
+  for (size_t i = 0; i < v->config->services.size(); ++i) {
+    const config::ServiceConfig& sc = v->config->services[i];
+    ServiceCounters sum;
+    // Finished transfers of every worker, as "bytes sha256|- complete|reason
+    // remote" strings (telemetry strings hold 128 bytes), the newest
+    // kTransfersPerService in all.
+    rte_tel_data* transfers = rte_tel_data_alloc();
+    if (transfers == nullptr) return -ENOMEM;
+    rte_tel_data_start_array(transfers, RTE_TEL_STRING_VAL);
+    for (const TcpSnapshot* s : snaps) {
+      if (s == nullptr || i >= s->services.size()) continue;
+      const TcpSnapshot::Service& ss = s->services[i];
+      sum.accepted += ss.counters.accepted;
+      sum.connected += ss.counters.connected;
+      sum.connect_failed += ss.counters.connect_failed;
+      sum.closed += ss.counters.closed;
+      sum.closed_abnormal += ss.counters.closed_abnormal;
+      sum.bytes_in += ss.counters.bytes_in;
+      sum.bytes_out += ss.counters.bytes_out;
+      sum.active += ss.counters.active;
+      const size_t from =
+          ss.recent_count > kTransfersPerService ? ss.recent_count - kTransfersPerService : 0;
+      for (size_t r = from; r < ss.recent_count; ++r) {
+        const TransferRecord& t = ss.recent[r];
+        const std::string line = absl::StrCat(
+            t.bytes, " ", t.has_sha256 ? ToHex(t.sha256) : std::string("-"), " ",
+            t.complete ? std::string("complete") : std::string(tcp::CloseReasonName(t.reason)),
+            " ", TupleText(t.tuple.remote_addr, t.tuple.remote_port));
+        rte_tel_data_add_array_string(transfers, line.c_str());
+      }
+    }
+    rte_tel_data* c = rte_tel_data_alloc();
+    if (c == nullptr) return -ENOMEM;
+    rte_tel_data_start_dict(c);
+    rte_tel_data_add_dict_string(c, "type", std::string(config::ToString(sc.type)).c_str());
+    rte_tel_data_add_dict_u64(c, "port", sc.type == config::ServiceType::kSource ? sc.remote_port
+                                                                                 : sc.port);
+    rte_tel_data_add_dict_u64(c, "accepted", sum.accepted);
+    rte_tel_data_add_dict_u64(c, "connected", sum.connected);
+    rte_tel_data_add_dict_u64(c, "connect_failed", sum.connect_failed);
+    rte_tel_data_add_dict_u64(c, "active", sum.active);
+    rte_tel_data_add_dict_u64(c, "closed", sum.closed);
+    rte_tel_data_add_dict_u64(c, "closed_abnormal", sum.closed_abnormal);
+    rte_tel_data_add_dict_u64(c, "bytes_in", sum.bytes_in);
+    rte_tel_data_add_dict_u64(c, "bytes_out", sum.bytes_out);
+    rte_tel_data_add_dict_string(c, "name", sc.name.c_str());
+    // Containers do not nest deeper than one level: the transfers are a
+    // top-level entry of their own.
+    rte_tel_data_add_dict_container(d, absl::StrCat("svc_", i).c_str(), c, 0);
+    rte_tel_data_add_dict_container(d, absl::StrCat("transfers_", i).c_str(), transfers, 0);
+  }
+  return 0;
+}
+
 }  // namespace
 
 absl::Status RegisterTelemetryCommands() {
@@ -143,6 +350,22 @@ absl::Status RegisterTelemetryCommands() {
     rc = rte_telemetry_register_cmd(
         "/iwarpd/ports", PortsCommand,
         "Ports: MAC, addresses, link, queues, steering and ethdev stats. Takes no parameters.");
+  }
+  if (rc == 0) {
+    rc = rte_telemetry_register_cmd(
+        "/iwarpd/tcp", TcpCommand,
+        "TCP engine counters and TCP drops per lcore and in total. Takes no parameters.");
+  }
+  if (rc == 0) {
+    rc = rte_telemetry_register_cmd(
+        "/iwarpd/connections", ConnectionsCommand,
+        "TCP connections (state, service, bytes, retransmissions, RTT). Parameter: index of "
+        "the first connection shown.");
+  }
+  if (rc == 0) {
+    rc = rte_telemetry_register_cmd(
+        "/iwarpd/services", ServicesCommand,
+        "TCP services: counters and finished transfers with SHA-256. Takes no parameters.");
   }
   if (rc != 0) return absl::InternalError(absl::StrCat("telemetry registration failed: ", rc));
   return absl::OkStatus();

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/l3/flow_hash.h"
+#include "dataplane/l3/ipv4.h"
 
 namespace iwarp::dataplane {
 
@@ -28,8 +29,59 @@ std::vector<L3Port> ToL3Ports(std::span<const PortRuntime> ports) {
 }
 
 L3Options ToL3Options(const config::Config& cfg) {
-  return L3Options{cfg.arp.cache_entries, cfg.arp.timeout_s, cfg.arp.pending_packets,
-                   cfg.arp.retry_ms};
+  L3Options o{cfg.arp.cache_entries, cfg.arp.timeout_s, cfg.arp.pending_packets,
+              cfg.arp.retry_ms};
+  o.deliver_tcp = cfg.tcp.enabled;
+  return o;
+}
+
+tcp::TcpOptions ToTcpOptions(const config::TcpConfig& t, uint16_t mtu) {
+  tcp::TcpOptions o;
+  o.max_connections = t.max_connections;
+  o.max_listeners = t.max_listeners;
+  o.syn_backlog = t.syn_backlog;
+  switch (t.syn_cookies) {
+    case config::SynCookies::kOff:
+      o.syn_cookies = tcp::SynCookieMode::kOff;
+      break;
+    case config::SynCookies::kOnPressure:
+      o.syn_cookies = tcp::SynCookieMode::kOnPressure;
+      break;
+    case config::SynCookies::kAlways:
+      o.syn_cookies = tcp::SynCookieMode::kAlways;
+      break;
+  }
+  o.mtu = mtu;
+  o.mss = t.mss;
+  o.send_buffer_bytes = t.send_buffer_bytes;
+  o.receive_buffer_bytes = t.receive_buffer_bytes;
+  o.max_zero_copy_sends = t.max_zero_copy_sends;
+  o.max_send_records = t.max_send_records;
+  o.max_ooo_segments = t.max_ooo_segments;
+  o.window_scale = t.window_scale;
+  o.sack = t.sack;
+  o.timestamps = t.timestamps;
+  o.delayed_ack_us = t.delayed_ack_us;
+  o.nagle = t.nagle;
+  o.keepalive = t.keepalive;
+  o.keepalive_idle_s = t.keepalive_idle_s;
+  o.keepalive_interval_s = t.keepalive_interval_s;
+  o.keepalive_count = t.keepalive_count;
+  o.time_wait_s = t.time_wait_s;
+  o.max_time_wait = t.max_time_wait;
+  o.rto_min_us = t.rto_min_us;
+  o.rto_max_us = t.rto_max_us;
+  o.rto_initial_us = t.rto_initial_us;
+  o.max_retransmissions = t.max_retransmissions;
+  o.max_syn_retransmissions = t.max_syn_retransmissions;
+  o.congestion_control = t.congestion_control == config::CongestionControl::kNewReno
+                             ? tcp::CcAlgorithm::kNewReno
+                             : tcp::CcAlgorithm::kCubic;
+  o.challenge_ack_limit = t.challenge_ack_limit;
+  o.ephemeral_port_min = t.ephemeral_port_min;
+  o.ephemeral_port_max = t.ephemeral_port_max;
+  o.timer_tick_us = t.timer_tick_us;
+  return o;
 }
 
 }  // namespace
@@ -42,9 +94,21 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
       idle_sleep_us_(cfg.workers.idle_sleep_us),
       stats_(stats),
       stop_(stop),
-      stack_(ToL3Ports(ports), ToL3Options(cfg), stats, this) {
+      stack_(ToL3Ports(ports), ToL3Options(cfg), stats, this),
+      cfg_(cfg) {
   tx_index_.fill(-1);
   const uint32_t workers = static_cast<uint32_t>(cfg.workers.lcores.size());
+  worker_count_ = std::max<uint32_t>(1, workers);
+  bool first_port = true;
+  for (const PortRuntime& p : ports) {
+    for (const InterfaceAddress& a : p.addrs) {
+      local_ips_.push_back(a.addr);
+      local_addrs_.push_back(a);
+    }
+    // One MSS for the stack: the smallest MTU of the ports.
+    if (first_port || p.mtu < tcp_mtu_) tcp_mtu_ = static_cast<uint16_t>(p.mtu);
+    first_port = false;
+  }
   for (const PortRuntime& p : ports) {
     // RX queue q is polled by worker q % workers; TX queue `index` is ours.
     for (uint16_t q = 0; q < p.nb_rxq; ++q) {
@@ -57,7 +121,49 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
     tx_.push_back(tx);
     pool_[p.port_id] = p.pool;
     soft_steer_[p.port_id] = p.steering == Steering::kSoftware;
+    for (const config::PortConfig& pc : cfg.ports) {
+      if (pc.name != p.name || p.port_id >= kMaxPorts) continue;
+      const config::ImpairmentConfig& imp = pc.impairment;
+      if (!imp.rx.empty()) {
+        rx_impair_[p.port_id] = std::make_unique<ImpairmentStage>(
+            imp.rx, ImpairmentStage::MixSeed(imp.seed, p.port_id, false, index_), stats_,
+            &rx_glue_);
+        impair_stages_.push_back(rx_impair_[p.port_id].get());
+      }
+      if (!imp.tx.empty()) {
+        tx_impair_[p.port_id] = std::make_unique<ImpairmentStage>(
+            imp.tx, ImpairmentStage::MixSeed(imp.seed, p.port_id, true, index_), stats_,
+            &tx_glue_);
+        impair_stages_.push_back(tx_impair_[p.port_id].get());
+      }
+    }
   }
+}
+
+void Worker::ImpairGlue::Forward(PacketHandle pkt) {
+  rte_mbuf* m = static_cast<rte_mbuf*>(pkt);
+  if (tx_) {
+    worker_->Enqueue(m);
+  } else {
+    worker_->HandlePacket(m, /*steered=*/false, worker_->now_ms_);
+  }
+}
+
+PacketHandle Worker::ImpairGlue::Copy(PacketHandle pkt) {
+  rte_mbuf* m = static_cast<rte_mbuf*>(pkt);
+  rte_mempool* pool = m->port < kMaxPorts ? worker_->pool_[m->port] : nullptr;
+  if (pool == nullptr) pool = m->pool;
+  return rte_pktmbuf_copy(m, pool, 0, UINT32_MAX);
+}
+
+void Worker::ImpairGlue::Release(PacketHandle pkt) {
+  rte_pktmbuf_free(static_cast<rte_mbuf*>(pkt));
+}
+
+size_t Worker::impair_held() const {
+  size_t n = 0;
+  for (const ImpairmentStage* s : impair_stages_) n += s->held();
+  return n;
 }
 
 Worker::~Worker() {
@@ -77,7 +183,143 @@ absl::Status Worker::Init() {
         absl::StrCat("worker on lcore ", lcore_, ": rings: ", rte_strerror(rte_errno)));
   }
   cycles_per_ms_ = std::max<uint64_t>(1, rte_get_timer_hz() / 1000);
+  hz_ = std::max<uint64_t>(1, rte_get_timer_hz());
+  return InitTcp();
+}
+
+absl::Status Worker::InitTcp() {
+  if (!cfg_.tcp.enabled) return absl::OkStatus();
+  absl::StatusOr<tcp::IsnGenerator> isn = tcp::IsnGenerator::Create();
+  if (!isn.ok()) return isn.status();
+  isn_ = std::make_unique<tcp::IsnGenerator>(*isn);
+  clock_.now_us = NowUs();
+  absl::StatusOr<std::unique_ptr<tcp::TcpStack>> stack = tcp::TcpStack::Create(
+      ToTcpOptions(cfg_.tcp, tcp_mtu_ == 0 ? 1500 : tcp_mtu_), local_ips_, *this, *isn_,
+      clock_.now_us);
+  if (!stack.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker on lcore ", lcore_, ": tcp: ", stack.status().message()));
+  }
+  tcp_ = std::move(*stack);
+  // With several workers, an active open picks a local port whose replies
+  // hash to this worker (software steering and RSS use the same hash).
+  if (worker_count_ > 1) tcp_->SetPortFilter(&Worker::PortOwnedHere, this);
+  for (const config::ServiceConfig& sc : cfg_.services) {
+    // A source runs once, on worker 0; listeners run on every worker.
+    if (sc.type == config::ServiceType::kSource && index_ != 0) {
+      services_.push_back(nullptr);
+      continue;
+    }
+    uint32_t local_ip = 0;
+    for (const InterfaceAddress& a : local_addrs_) {
+      if (sc.type == config::ServiceType::kSource && a.Contains(sc.remote)) local_ip = a.addr;
+    }
+    if (local_ip == 0 && !local_addrs_.empty()) local_ip = local_addrs_[0].addr;
+    std::unique_ptr<TcpService> svc =
+        TcpService::Create(sc, tcp_.get(), &clock_, cfg_.tcp.max_connections, local_ip);
+    if (absl::Status st = svc->Start(); !st.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("service ", sc.name, " on lcore ", lcore_, ": ", st.message()));
+    }
+    services_.push_back(std::move(svc));
+  }
+  snapshot_.enabled = true;
+  snapshot_.conns.resize(cfg_.tcp.max_connections);
+  snapshot_.conn_service.resize(cfg_.tcp.max_connections);
+  snapshot_.services.resize(services_.size());
   return absl::OkStatus();
+}
+
+bool Worker::PortOwnedHere(void* worker, const tcp::FourTuple& t) {
+  const Worker* w = static_cast<const Worker*>(worker);
+  // The key of a segment the peer sends us: its address and port are the source.
+  const FlowKey key{t.remote_addr, t.local_addr, t.remote_port, t.local_port};
+  return OwnerOfHash(FlowHash(key), w->worker_count_) == w->index_;
+}
+
+bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                         std::span<const ByteSpan> payload) {
+  size_t l4 = tcp_header.size();
+  for (ByteSpan p : payload) l4 += p.size();
+  const size_t total = kEthHeaderLen + kIpv4MinHeaderLen + l4;
+  rte_mempool* pool = tx_.empty() ? nullptr : pool_[tx_[0].port_id];
+  rte_mbuf* m = pool != nullptr ? rte_pktmbuf_alloc(pool) : nullptr;
+  if (m == nullptr) {
+    stats_->Drop(DropReason::kNoMbuf);
+    return false;
+  }
+  uint8_t* f = total <= UINT16_MAX
+                   ? rte_pktmbuf_mtod(m, uint8_t*) : nullptr;
+  if (f == nullptr || rte_pktmbuf_append(m, static_cast<uint16_t>(total)) == nullptr) {
+    rte_pktmbuf_free(m);
+    stats_->Drop(DropReason::kNoMbuf);
+    return false;
+  }
+  // MACs are written once the next hop is known (TransmitResolved).
+  std::memset(f, 0, kEthTypeOffset);
+  StoreBe16(f + kEthTypeOffset, kEtherTypeIpv4);
+  WriteIpv4Header(MutableByteSpan(f + kEthHeaderLen, kIpv4MinHeaderLen), kIpProtoTcp, src_ip,
+                  dst_ip, static_cast<uint16_t>(l4), ip_id_++);
+  uint8_t* out = f + kEthHeaderLen + kIpv4MinHeaderLen;
+  std::memcpy(out, tcp_header.data(), tcp_header.size());
+  out += tcp_header.size();
+  for (ByteSpan p : payload) {
+    std::memcpy(out, p.data(), p.size());
+    out += p.size();
+  }
+  NextHop nh;
+  switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
+    case ResolveResult::kResolved:
+      TransmitResolved(m, nh.port, nh.src_mac, nh.dst_mac);
+      break;
+    case ResolveResult::kQueued:   // sent when ARP answers
+    case ResolveResult::kDropped:  // freed and counted; TCP retransmits
+      break;
+  }
+  return true;
+}
+
+void Worker::PollTcp(uint64_t now_ms) {
+  if (tcp_ == nullptr) return;
+  tcp_->RunTimers(clock_.now_us);
+  for (const std::unique_ptr<TcpService>& s : services_) {
+    if (s != nullptr) s->Poll(now_ms);
+  }
+}
+
+void Worker::FillTcpSnapshot() {
+  if (tcp_ == nullptr) return;
+  snapshot_.stats = tcp_->stats();
+  snapshot_.conn_count = tcp_->ListConnections(snapshot_.conns);
+  for (size_t i = 0; i < snapshot_.conn_count; ++i) {
+    int16_t owner = -1;
+    for (size_t s = 0; s < services_.size(); ++s) {
+      if (services_[s] != nullptr && services_[s]->Owns(snapshot_.conns[i].id)) {
+        owner = static_cast<int16_t>(s);
+        break;
+      }
+    }
+    snapshot_.conn_service[i] = owner;
+  }
+  for (size_t s = 0; s < services_.size(); ++s) {
+    TcpSnapshot::Service& out = snapshot_.services[s];
+    if (services_[s] == nullptr) {
+      out = TcpSnapshot::Service{};
+      continue;
+    }
+    out.counters = services_[s]->counters();
+    out.recent_count = services_[s]->recent_count();
+    for (size_t i = 0; i < out.recent_count; ++i) out.recent[i] = services_[s]->recent(i);
+  }
+}
+
+const TcpSnapshot* Worker::RequestTcpSnapshot(uint32_t timeout_ms) {
+  const uint64_t want = snapshot_request_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  for (uint32_t waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 100) {
+    if (snapshot_done_.load(std::memory_order_acquire) >= want) return &snapshot_;
+    rte_delay_us_sleep(100);
+  }
+  return nullptr;
 }
 
 void Worker::SetPeers(std::span<Worker* const> peers) {
@@ -133,8 +375,16 @@ void Worker::NeighborLearned(uint32_t ip, uint16_t port, const MacAddr& mac) {
   }
 }
 
-// Queues `m` on the TX buffer of m->port; sends a full buffer at once.
 void Worker::Transmit(rte_mbuf* m) {
+  if (m->port < kMaxPorts && tx_impair_[m->port] != nullptr && m->nb_segs == 1) {
+    tx_impair_[m->port]->Process(
+        m, MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)), now_ms_);
+    return;
+  }
+  Enqueue(m);
+}
+
+void Worker::Enqueue(rte_mbuf* m) {
   const int16_t slot = m->port < kMaxPorts ? tx_index_[m->port] : -1;
   if (slot < 0) {
     rte_pktmbuf_free(m);
@@ -192,6 +442,12 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
     }
   }
   const RxAction a = stack_.HandleFrame(m->port, frame, now_ms);
+  if (a.kind == RxAction::Kind::kLocalTcp && tcp_ != nullptr) {
+    tcp_->Input(a.src_ip, a.dst_ip, ByteSpan(frame.data() + a.l4_offset, a.l4_length),
+                clock_.now_us);
+    rte_pktmbuf_free(m);
+    return;
+  }
   if (a.kind != RxAction::Kind::kTransmit) {
     rte_pktmbuf_free(m);
     return;
@@ -213,13 +469,30 @@ void Worker::DrainRings() {
 
 uint64_t Worker::NowMs() const { return rte_get_timer_cycles() / cycles_per_ms_; }
 
+uint64_t Worker::NowUs() const {
+  // Whole seconds and the remainder apart, so the product cannot overflow.
+  const uint64_t c = rte_get_timer_cycles();
+  return c / hz_ * 1000000 + c % hz_ * 1000000 / hz_;
+}
+
 uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms) {
   if (n == 0) return 0;
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
   stats_->rx_packets.Add(n);
   stats_->rx_bytes.Add(bytes);
-  for (uint16_t i = 0; i < n; ++i) HandlePacket(pkts[i], /*steered=*/false, now_ms);
+  now_ms_ = now_ms;
+  clock_.now_us = NowUs();
+  for (uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = pkts[i];
+    ImpairmentStage* stage = m->port < kMaxPorts ? rx_impair_[m->port].get() : nullptr;
+    if (stage != nullptr && m->nb_segs == 1) {
+      stage->Process(m, MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)),
+                     now_ms);
+    } else {
+      HandlePacket(m, /*steered=*/false, now_ms);
+    }
+  }
   return n;
 }
 
@@ -227,6 +500,8 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   rte_mbuf* pkts[kMaxBurst];
   NeighborUpdate updates[32];
   uint32_t work = 0;
+  now_ms_ = now_ms;
+  clock_.now_us = NowUs();
 
   unsigned n = rte_ring_sc_dequeue_burst_elem(neighbor_ring_, updates, sizeof(NeighborUpdate), 32,
                                               nullptr);
@@ -254,6 +529,17 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
     stack_.Tick(now_ms);
     last_tick_ms_ = now_ms;
   }
+  for (ImpairmentStage* stage : impair_stages_) {
+    if (stage->held() != 0) stage->Poll(now_ms);
+  }
+  PollTcp(now_ms);
+  // A telemetry request: answer from this lcore, which owns the stack.
+  const uint64_t request = snapshot_request_.load(std::memory_order_acquire);
+  if (request != snapshot_served_) {
+    FillTcpSnapshot();
+    snapshot_served_ = request;
+    snapshot_done_.store(request, std::memory_order_release);
+  }
   FlushAll();
   return work;
 }
@@ -267,6 +553,7 @@ void Worker::Run() {
       rte_delay_us_sleep(idle_sleep_us_);
     }
   }
+  for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();
   FlushAll();
   DrainRings();
 }

@@ -2,8 +2,11 @@
 //
 //   loop: neighbour updates from other workers
 //         -> frames other workers steered to us
-//         -> rx burst on each owned RX queue -> (software steering) -> L3Stack
-//         -> ARP timers -> flush the per-port TX buffers -> idle back-off
+//         -> rx burst on each owned RX queue -> [rx impairment] -> (software
+//            steering) -> L3Stack
+//         -> ARP timers -> held impaired frames -> flush the per-port TX
+//            buffers (every frame sent passes the port's [tx impairment])
+//         -> idle back-off
 //
 // Contract: a Worker and everything in it (L3 stack, ARP cache, TX buffers,
 // its LcoreStats) belong to its lcore; the only cross-thread entry points are
@@ -24,6 +27,9 @@
 #include "absl/status/status.h"
 #include "config/config.h"
 #include "dataplane/l3/stack.h"
+#include "dataplane/impair/impairment.h"
+#include "dataplane/services/tcp_services.h"
+#include "tcp_lite/tcp_stack.h"
 #include "dataplane/l3/stats.h"
 #include "dataplane/port.h"
 
@@ -42,7 +48,24 @@ inline constexpr uint32_t kIdlePollsBeforeSleep = 16;
 // is 32 in Debian's build; checked in worker.cc).
 inline constexpr size_t kMaxPorts = 32;
 
-class Worker final : public L3Sink {
+// What a worker reports about its TCP stack and services, filled on its own
+// lcore on request (Worker::RequestTcpSnapshot) into buffers allocated at
+// start-up.
+struct TcpSnapshot {
+  struct Service {
+    ServiceCounters counters;
+    size_t recent_count = 0;
+    std::array<TransferRecord, TcpService::kRecent> recent{};
+  };
+  bool enabled = false;
+  tcp::TcpStackStats stats;
+  size_t conn_count = 0;                 // valid entries of conns
+  std::vector<tcp::TcpConnInfo> conns;   // capacity tcp.max_connections
+  std::vector<int16_t> conn_service;     // index into services, -1 = none
+  std::vector<Service> services;         // same order as config services
+};
+
+class Worker final : public L3Sink, public tcp::TcpOutput {
  public:
   // `index` is the worker's position in workers.lcores; `stats` and `stop`
   // outlive it. The loop ends once `stop` reads true.
@@ -52,7 +75,8 @@ class Worker final : public L3Sink {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // Start-up: creates the rings on the lcore's socket.
+  // Start-up: creates the rings on the lcore's socket, the TCP stack (tcp:)
+  // and the services (services:; a source only on worker 0).
   absl::Status Init();
   // Start-up: the full set of workers (including this one), for steering and
   // neighbour updates.
@@ -71,10 +95,20 @@ class Worker final : public L3Sink {
   // runs the L3 stack, queues replies). Takes ownership of all `n`; returns n.
   uint16_t ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms);
 
-  // Milliseconds on the worker's clock (TSC based).
+  // Milliseconds / microseconds on the worker's clock (TSC based).
   uint64_t NowMs() const;
+  uint64_t NowUs() const;
+
+  // Any thread but the worker's (control path): asks the worker to fill its
+  // TcpSnapshot and waits up to `timeout_ms` for it. On success the snapshot
+  // stays unchanged until the next request; callers serialise requests.
+  const TcpSnapshot* RequestTcpSnapshot(uint32_t timeout_ms);
+  tcp::TcpStack* tcp_stack() { return tcp_.get(); }
+  const std::vector<std::unique_ptr<TcpService>>& services() const { return services_; }
 
   const L3Stack& stack() const { return stack_; }
+  // Frames the impairment stages of this worker hold (delay, reorder).
+  size_t impair_held() const;
 
   uint32_t index() const { return index_; }
   uint32_t lcore() const { return lcore_; }
@@ -85,6 +119,11 @@ class Worker final : public L3Sink {
                         const MacAddr& dst) override;
   void FreePacket(PacketHandle pkt) override;
   void NeighborLearned(uint32_t ip, uint16_t port, const MacAddr& mac) override;
+
+  // tcp::TcpOutput (owning lcore only): Ethernet + IPv4 around the segment in
+  // a fresh mbuf, next hop through L3Stack::Resolve.
+  bool EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                   std::span<const ByteSpan> payload) override;
 
  private:
   struct RxQueue {
@@ -105,11 +144,32 @@ class Worker final : public L3Sink {
   };
   static_assert(sizeof(NeighborUpdate) == 12);
 
+  // Adapts the DPDK-free impairment stages to mbufs: forwards into the RX
+  // path (HandlePacket) or the TX buffers (Enqueue).
+  class ImpairGlue final : public ImpairSink {
+   public:
+    ImpairGlue(Worker* w, bool tx) : worker_(w), tx_(tx) {}
+    void Forward(PacketHandle pkt) override;
+    PacketHandle Copy(PacketHandle pkt) override;
+    void Release(PacketHandle pkt) override;
+
+   private:
+    Worker* worker_;
+    bool tx_;
+  };
+
   void HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms);
+  // Every frame to send: through the port's TX impairment stage, then Enqueue.
   void Transmit(rte_mbuf* m);
+  // Queues `m` on the TX buffer of m->port; sends a full buffer at once.
+  void Enqueue(rte_mbuf* m);
   void Flush(TxBuffer& tx);
   void FlushAll();
   void DrainRings();
+  absl::Status InitTcp();
+  void PollTcp(uint64_t now_ms);
+  void FillTcpSnapshot();
+  static bool PortOwnedHere(void* worker, const tcp::FourTuple& tuple);
 
   const uint32_t index_;
   const uint32_t lcore_;
@@ -129,6 +189,30 @@ class Worker final : public L3Sink {
   rte_ring* neighbor_ring_ = nullptr;
   uint64_t cycles_per_ms_ = 1;
   uint64_t last_tick_ms_ = 0;
+  uint64_t now_ms_ = 0;  // time of the current poll, for frames the stages release
+  ImpairGlue rx_glue_{this, false};
+  ImpairGlue tx_glue_{this, true};
+  // port id -> impairment stage, nullptr when the port has no rules.
+  std::array<std::unique_ptr<ImpairmentStage>, kMaxPorts> rx_impair_;
+  std::array<std::unique_ptr<ImpairmentStage>, kMaxPorts> tx_impair_;
+  std::vector<ImpairmentStage*> impair_stages_;  // all of the above, for polling
+
+  // TCP (tcp:, services:).
+  const config::Config& cfg_;
+  std::vector<uint32_t> local_ips_;
+  std::vector<InterfaceAddress> local_addrs_;
+  uint16_t tcp_mtu_ = 1500;
+  uint32_t worker_count_ = 1;
+  uint64_t hz_ = 1;
+  uint16_t ip_id_ = 0;
+  std::unique_ptr<tcp::IsnGenerator> isn_;
+  std::unique_ptr<tcp::TcpStack> tcp_;
+  ServiceClock clock_;
+  std::vector<std::unique_ptr<TcpService>> services_;
+  TcpSnapshot snapshot_;
+  std::atomic<uint64_t> snapshot_request_{0};
+  std::atomic<uint64_t> snapshot_done_{0};
+  uint64_t snapshot_served_ = 0;
 };
 
 // rte_eal_remote_launch entry point; `arg` is a Worker*.

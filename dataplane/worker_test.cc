@@ -75,6 +75,11 @@ class WorkerTest : public ::testing::Test {
     cfg_.workers.lcores = {1, 2};
     cfg_.mempools.mbufs = 4095;
     cfg_.mempools.cache = 32;
+    // A small TCP stack per worker (its buffers are allocated up front).
+    cfg_.tcp.max_connections = 16;
+    cfg_.tcp.syn_backlog = 8;
+    cfg_.tcp.send_buffer_bytes = 16384;
+    cfg_.tcp.receive_buffer_bytes = 16384;
     // Closing a vdev port releases it: each test gets a device of its own.
     static int instance = 0;
     vdev_ = "net_null" + std::to_string(instance++);
@@ -83,6 +88,7 @@ class WorkerTest : public ::testing::Test {
     pc.vdev = vdev_ + ",no-rx=1";
     ASSERT_EQ(rte_dev_probe(pc.vdev.c_str()), 0);
     pc.rx_queues = 1;  // two workers, one queue: software steering
+    pc.impairment = impairment_;
     cfg_.ports.push_back(pc);
     config::InterfaceConfig itf;
     itf.port = "null0";
@@ -119,6 +125,7 @@ class WorkerTest : public ::testing::Test {
   unsigned FreeMbufs() const { return rte_mempool_avail_count(ports_[0].pool); }
 
   std::string vdev_;
+  config::ImpairmentConfig impairment_;  // set by derived fixtures before SetUp
   config::Config cfg_;
   std::vector<PortRuntime> ports_;
   LcoreStats stats_[2];
@@ -140,12 +147,16 @@ TEST_F(WorkerTest, SoftwareSteeringHandsEachFlowToItsOwner) {
   EXPECT_EQ(workers_[0]->ReceiveBurst(burst.data(), static_cast<uint16_t>(burst.size()), now), 64);
   EXPECT_EQ(stats_[0].rx_packets.Get(), 64u);
   EXPECT_EQ(stats_[0].steered_out.Get(), owned[1]);
-  // No TCP engine yet: the owner counts the segment as an unknown protocol.
-  EXPECT_EQ(stats_[0].Dropped(DropReason::kIpv4UnknownProtocol), owned[0]);
+  // The owner's TCP stack gets the segment (and drops it: the test frames
+  // carry no valid TCP checksum).
+  const auto tcp_drops = [this](size_t w) {
+    return workers_[w]->tcp_stack()->stats().drops[static_cast<size_t>(DropReason::kTcpBadChecksum)];
+  };
+  EXPECT_EQ(tcp_drops(0), owned[0]);
   EXPECT_EQ(workers_[1]->PollOnce(now), owned[1]);
   EXPECT_EQ(stats_[1].steered_in.Get(), owned[1]);
   EXPECT_EQ(stats_[1].rx_packets.Get(), 0u);
-  EXPECT_EQ(stats_[1].Dropped(DropReason::kIpv4UnknownProtocol), owned[1]);
+  EXPECT_EQ(tcp_drops(1), owned[1]);
   EXPECT_EQ(FreeMbufs(), free_before);  // every mbuf came back
 }
 
@@ -209,6 +220,53 @@ TEST_F(WorkerTest, ChainedMbufIsDroppedUnderItsName) {
   workers_[0]->ReceiveBurst(&head, 1, workers_[0]->NowMs());
   EXPECT_EQ(stats_[0].Dropped(DropReason::kRxMultiSegment), 1u);
   EXPECT_EQ(stats_[0].icmp_echo_requests_in.Get(), 0u);
+  EXPECT_EQ(FreeMbufs(), free_before);
+}
+
+// The impairment stages wired into the RX and TX paths of a real worker.
+class WorkerImpairTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    config::ImpairRule drop;
+    drop.action = config::ImpairAction::kDrop;
+    drop.protocol = config::ImpairProtocol::kIcmp;
+    drop.every = 2;
+    impairment_.rx.push_back(drop);
+    config::ImpairRule dup;
+    dup.action = config::ImpairAction::kDuplicate;
+    dup.first = 1;
+    dup.last = 2;
+    config::ImpairRule delay;
+    delay.action = config::ImpairAction::kDelay;
+    delay.delay_ms = 5;
+    impairment_.tx = {dup, delay};
+    WorkerTest::SetUp();
+  }
+};
+
+TEST_F(WorkerImpairTest, RxDropAndTxDuplicateAndDelayOnMbufs) {
+  const unsigned free_before = FreeMbufs();
+  const uint64_t now = workers_[0]->NowMs();
+  for (uint16_t seq = 1; seq <= 10; ++seq) {
+    rte_mbuf* m = Mbuf(testing::Ipv4Frame({}, testing::IcmpEcho(8, 1, seq, 10), ports_[0].mac));
+    workers_[0]->ReceiveBurst(&m, 1, now);
+  }
+  // Every second request dropped on the way in.
+  EXPECT_EQ(stats_[0].Dropped(DropReason::kImpairDrop), 5u);
+  EXPECT_EQ(stats_[0].icmp_echo_requests_in.Get(), 5u);
+  EXPECT_EQ(stats_[0].icmp_echo_replies_out.Get(), 5u);
+  // Replies 1 and 2 duplicated and sent; 3 to 5 held by the delay rule.
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(stats_[0].impair_duplicated.Get(), 2u);
+  EXPECT_EQ(stats_[0].impair_delayed.Get(), 3u);
+  EXPECT_EQ(stats_[0].tx_packets.Get(), 4u);
+  EXPECT_EQ(workers_[0]->impair_held(), 3u);
+  workers_[0]->PollOnce(now + 5);
+  EXPECT_EQ(stats_[0].tx_packets.Get(), 7u);
+  EXPECT_EQ(workers_[0]->impair_held(), 0u);
+  rte_eth_stats st;
+  ASSERT_EQ(rte_eth_stats_get(ports_[0].port_id, &st), 0);
+  EXPECT_EQ(st.opackets, 7u);
   EXPECT_EQ(FreeMbufs(), free_before);
 }
 

@@ -44,6 +44,16 @@ void Reassembler::Clear() {
   }
 }
 
+void Reassembler::Reset(Seq32 rcv_nxt, uint32_t window) {
+  Clear();
+  rcv_nxt_ = rcv_nxt;
+  window_ = std::min(window, kMaxReceiveWindow);
+  fin_seq_ = Seq32();
+  fin_known_ = false;
+  fin_delivered_ = false;
+  stats_ = ReasmStats();
+}
+
 void Reassembler::Drop(ReasmDrop reason, InsertResult* result) {
   result->drop = reason;
   ++stats_.drops[static_cast<size_t>(reason)];
@@ -246,6 +256,16 @@ InsertResult Reassembler::Insert(const ReasmSegment& seg) {
   bool dup_recorded = false;
   if (seg.seq < rcv_nxt_) {
     const uint32_t behind = 0u - base;
+    // Once the FIN is consumed, rcv_nxt is one past it: the FIN's sequence
+    // number carries no data, so a segment reaching it is not a duplicate
+    // (RFC 2883 4 reports received data only) but data beyond the FIN.
+    const uint32_t fin_slot = fin_delivered_ ? 1u : 0u;
+    if (fin_delivered_ && behind - fin_slot < len) {
+      Drop(ReasmDrop::kBeyondFin, &result);
+      FinishInsert(&result);
+      sink_.OnRelease(seg.handle);
+      return result;
+    }
     if (behind >= len) {
       // Entirely received before: RFC 2883 4 reports it as a D-SACK.
       RecordDsack(seg.seq, seg.seq + len);
@@ -293,7 +313,7 @@ InsertResult Reassembler::Insert(const ReasmSegment& seg) {
       dup_recorded = true;
       dup_open = true;
     } else if (dup_open) {
-      dsack_.right = rcv_nxt_ + std::min(ee, e);
+      dsack_.right_edge = rcv_nxt_ + std::min(ee, e);
     }
     cur = std::max(cur, ee);
   }
@@ -307,7 +327,7 @@ InsertResult Reassembler::Insert(const ReasmSegment& seg) {
     Drop(ReasmDrop::kDuplicate, &result);
     ++stats_.duplicate_segments;
     stats_.duplicate_bytes += len;
-    NoteArrival(dsack_.left);
+    NoteArrival(dsack_.left_edge);
     FinishInsert(&result);
     sink_.OnRelease(seg.handle);
     return result;

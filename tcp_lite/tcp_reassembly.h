@@ -37,6 +37,7 @@
 
 #include "common/bytes.h"
 #include "common/seq.h"
+#include "tcp_lite/tcp_segment.h"
 
 namespace iwarp::tcp {
 
@@ -47,8 +48,6 @@ using SegmentHandle = uint64_t;
 inline constexpr uint32_t kMaxReceiveWindow = uint32_t{1} << 30;
 // Longest payload accepted in one Insert(); longer ones are kTooLong.
 inline constexpr size_t kMaxSegmentPayload = kMaxReceiveWindow;
-// RFC 2018 3: at most 4 blocks fit in the option (3 next to timestamps).
-inline constexpr size_t kMaxSackBlocks = 4;
 
 // Why (part of) a segment was not taken. One counter each in ReasmStats.
 enum class ReasmDrop : uint8_t {
@@ -83,13 +82,8 @@ struct ReasmPiece {
   uint32_t offset = 0;
 };
 
-// RFC 2018 3: left edge is the first byte of the block, right edge the byte
-// after its last.
-struct SackBlock {
-  Seq32 left;
-  Seq32 right;
-  bool operator==(const SackBlock&) const = default;
-};
+// SackBlock and kMaxSackBlocks (RFC 2018 3) are the option codec's, so that
+// blocks go from SackBlocks() into EncodeAckOptions() as they are.
 
 // Receives in-order pieces and released handles. Calls are made from inside
 // Insert(), Clear() and the destructor, on the owning core.
@@ -166,6 +160,11 @@ class Reassembler {
   // Drops everything held and releases its handles (connection abort).
   // rcv_nxt and the FIN state are unchanged.
   void Clear();
+
+  // Reuses the reassembler for a new connection: Clear(), then rcv_nxt, the
+  // window and the FIN state start afresh and the statistics are zeroed.
+  // Allocates nothing (connection tables construct one per slot up front).
+  void Reset(Seq32 rcv_nxt, uint32_t window);
 
   Seq32 rcv_nxt() const { return rcv_nxt_; }
   uint32_t window() const { return window_; }

@@ -176,13 +176,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       Check(n - i == std::min(runs, kMaxSackBlocks - i));
       if (r.queued > 0 && i < n) {  // RFC 2018 4: the latest arrival's block first
-        const int64_t l = static_cast<uint32_t>(blocks[i].left - Seq32(isn));
-        const int64_t rr = static_cast<uint32_t>(blocks[i].right - Seq32(isn));
+        const int64_t l = static_cast<uint32_t>(blocks[i].left_edge - Seq32(isn));
+        const int64_t rr = static_cast<uint32_t>(blocks[i].right_edge - Seq32(isn));
         Check(l < std::min(end, limit) && rr > std::max(p, before));
       }
       for (; i < n; ++i) {
-        const int64_t l = static_cast<uint32_t>(blocks[i].left - Seq32(isn));
-        const int64_t rr = static_cast<uint32_t>(blocks[i].right - Seq32(isn));
+        const int64_t l = static_cast<uint32_t>(blocks[i].left_edge - Seq32(isn));
+        const int64_t rr = static_cast<uint32_t>(blocks[i].right_edge - Seq32(isn));
         Check(l > model_nxt && l < rr && rr <= kSpan);
         Check(!got[l - 1]);
         for (int64_t b = l; b < rr; ++b) Check(got[b]);

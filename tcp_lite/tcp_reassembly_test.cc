@@ -225,6 +225,28 @@ TEST_F(ReassemblyTest, FinBeforeMissingDataIsReportedOnceAfterTheData) {
   ExpectAllReleasedOnce();
 }
 
+// Regression (fuzz input tcp_reassembly/fin_slot_not_data): once the FIN is
+// consumed, RCV.NXT is one past it. A segment whose data reaches the FIN's
+// sequence number is data beyond the FIN, not a duplicate: RFC 2883 4 reports
+// only data that was received, and the FIN's slot never held data.
+TEST_F(ReassemblyTest, DataOverTheConsumedFinSlotIsBeyondFinWithoutDsack) {
+  Init(0x20EF);
+  InsertResult r = Send(0, 59, /*fin=*/true);
+  EXPECT_TRUE(r.fin_reached);
+  r = Send(0, 60);  // bytes 0..58 were received, byte 59 is the FIN's slot
+  EXPECT_EQ(r.drop, ReasmDrop::kBeyondFin);
+  EXPECT_TRUE(Sack().empty());
+  r = Send(59, 1);  // exactly the FIN's slot
+  EXPECT_EQ(r.drop, ReasmDrop::kBeyondFin);
+  EXPECT_TRUE(Sack().empty());
+  r = Send(10, 49);  // a true duplicate still gets its D-SACK
+  EXPECT_EQ(r.drop, ReasmDrop::kDuplicate);
+  EXPECT_EQ(Sack(), std::vector<SackBlock>{Blk(10, 59)});
+  EXPECT_EQ(reasm_->rcv_nxt(), Seq32(isn_ + 60));
+  EXPECT_EQ(rec_.bytes, StreamBytes(isn_, 59));
+  ExpectAllReleasedOnce();
+}
+
 TEST_F(ReassemblyTest, FinBeforeHeldDataIsAConflict) {
   Init(0);
   Send(100, 100);
@@ -454,12 +476,12 @@ void RunRandom(uint32_t seed, bool ample) {
         }
         ASSERT_EQ(n - i, std::min(runs, kMaxSackBlocks - i));
         if (r.queued > 0) {  // RFC 2018 4: the block of the latest segment first
-          ASSERT_LT(blocks[i].left, Seq32(isn + std::min(p + len, wnd_end)));
-          ASSERT_GT(blocks[i].right, Seq32(isn + std::max(p, before)));
+          ASSERT_LT(blocks[i].left_edge, Seq32(isn + std::min(p + len, wnd_end)));
+          ASSERT_GT(blocks[i].right_edge, Seq32(isn + std::max(p, before)));
         }
         for (; i < n; ++i) {
-          const uint32_t l = static_cast<uint32_t>(blocks[i].left - Seq32(isn));
-          const uint32_t rr = static_cast<uint32_t>(blocks[i].right - Seq32(isn));
+          const uint32_t l = static_cast<uint32_t>(blocks[i].left_edge - Seq32(isn));
+          const uint32_t rr = static_cast<uint32_t>(blocks[i].right_edge - Seq32(isn));
           ASSERT_GT(l, model_nxt);
           ASSERT_LT(l, rr);
           ASSERT_LE(rr, total);

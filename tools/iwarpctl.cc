@@ -1,7 +1,11 @@
 // iwarpctl: shows what a running iwarpd reports through DPDK telemetry.
 //
-//   iwarpctl [--prefix P] [--json] stats   per-lcore counters and drop reasons
-//   iwarpctl [--prefix P] [--json] ports   ports, addresses, link, ethdev stats
+//   iwarpctl [--prefix P] [--json] stats        per-lcore counters and drop reasons,
+//                                               then the TCP counters
+//   iwarpctl [--prefix P] [--json] ports        ports, addresses, link, ethdev stats
+//   iwarpctl [--prefix P] [--json] tcp          TCP engine counters and drops
+//   iwarpctl [--prefix P] [--json] connections  TCP connections
+//   iwarpctl [--prefix P] [--json] services     TCP services and finished transfers
 //
 // Not a DPDK process: it speaks the telemetry v2 protocol on the daemon's
 // UNIX socket (SOCK_SEQPACKET): read the JSON greeting, send the command,
@@ -18,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "tools/iwarpctl_format.h"
 #include "tools/iwarpctl_json.h"
@@ -27,11 +32,18 @@ namespace {
 using iwarp::tools::JsonValue;
 
 constexpr char kUsage[] =
-    "usage: iwarpctl [--prefix FILE_PREFIX | --socket PATH] [--json] stats|ports\n"
+    "usage: iwarpctl [--prefix FILE_PREFIX | --socket PATH] [--json]\n"
+    "                stats|ports|tcp|connections|services\n"
     "\n"
-    "  stats     per worker lcore and total: packets, bytes, ARP and ICMP counters,\n"
-    "            drops by named reason (reasons with a zero total are not shown)\n"
+    "  stats     per worker lcore and total: packets, bytes, ARP, ICMP and impairment\n"
+    "            counters, drops by named reason (reasons with a zero total are not\n"
+    "            shown); then the same table for TCP\n"
     "  ports     ports, MAC and IPv4 addresses, link, queues, steering, ethdev stats\n"
+    "  tcp       TCP engine counters and TCP drops per worker lcore and in total\n"
+    "  connections  every TCP connection: addresses, state, service, bytes,\n"
+    "            retransmissions, RTT, congestion window\n"
+    "  services  TCP services (services: in the config): counters and the last\n"
+    "            finished transfers with their byte count and SHA-256\n"
     "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
     "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
     "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
@@ -72,7 +84,9 @@ int main(int argc, char** argv) {
       prefix = argv[++i];
     } else if (a == "--socket" && i + 1 < argc) {
       socket_path = argv[++i];
-    } else if ((a == "stats" || a == "ports") && command.empty()) {
+    } else if ((a == "stats" || a == "ports" || a == "tcp" || a == "connections" ||
+                a == "services") &&
+               command.empty()) {
       command = a;
     } else {
       std::fprintf(stderr, "iwarpctl: unexpected argument '%s'\n%s", argv[i], kUsage);
@@ -115,32 +129,74 @@ int main(int argc, char** argv) {
     const uint64_t max_len = greeting->Uint("max_output_len", buf.size());
     if (max_len + 1 > buf.size()) buf.resize(max_len + 1);
   }
-  const std::string cmd = "/iwarpd/" + command;
-  if (send(fd, cmd.data(), cmd.size(), 0) != static_cast<ssize_t>(cmd.size())) {
-    const int err = errno;
+  // One command on the open connection: the raw reply and its body.
+  std::string raw;
+  auto query = [&](const std::string& cmd, JsonValue* body) -> absl::Status {
+    if (send(fd, cmd.data(), cmd.size(), 0) != static_cast<ssize_t>(cmd.size())) {
+      return absl::UnavailableError(absl::StrCat("send: ", std::strerror(errno)));
+    }
+    const ssize_t got = recv(fd, buf.data(), buf.size(), 0);
+    if (got <= 0) {
+      return absl::UnavailableError(
+          absl::StrCat("no reply (", got == 0 ? "closed" : std::strerror(errno), ")"));
+    }
+    raw.assign(buf.data(), static_cast<size_t>(got));
+    absl::StatusOr<JsonValue> doc = iwarp::tools::ParseJson(raw);
+    if (!doc.ok()) return doc.status();
+    const std::string key = cmd.substr(0, cmd.find(','));
+    const JsonValue* b = doc->Find(key);
+    if (b == nullptr || b->type == JsonValue::Type::kNull) {
+      return absl::UnavailableError(absl::StrCat(
+          "the daemon did not answer ", cmd, " (an older iwarpd, or it is shutting down)"));
+    }
+    *body = *b;
+    return absl::OkStatus();
+  };
+  auto finish = [&](const absl::StatusOr<std::string>& text) {
     close(fd);
-    return Fail(absl::StrCat("send: ", std::strerror(err)));
-  }
-  n = recv(fd, buf.data(), buf.size(), 0);
-  const int err = errno;
-  close(fd);
-  if (n <= 0) return Fail(absl::StrCat("no reply (", n == 0 ? "closed" : std::strerror(err), ")"));
-  const std::string_view reply(buf.data(), static_cast<size_t>(n));
-  if (json) {
-    std::fwrite(reply.data(), 1, reply.size(), stdout);
-    std::fputc('\n', stdout);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    std::fputs(text->c_str(), stdout);
     return 0;
+  };
+  auto print_raw = [&raw]() {
+    std::fwrite(raw.data(), 1, raw.size(), stdout);
+    std::fputc('\n', stdout);
+  };
+
+  JsonValue body;
+  if (command == "connections") {
+    // Paged: the daemon answers a bounded number of connections per command.
+    std::vector<JsonValue> pages;
+    uint64_t first = 0;
+    for (;;) {
+      if (absl::Status st = query(absl::StrCat("/iwarpd/connections,", first), &body); !st.ok()) {
+        return finish(st);
+      }
+      if (json) print_raw();
+      const uint64_t shown = body.Uint("shown");
+      const uint64_t total = body.Uint("total");
+      pages.push_back(body);
+      first += shown;
+      if (shown == 0 || first >= total) break;
+    }
+    if (json) return finish(std::string());
+    return finish(iwarp::tools::FormatConnections(pages));
   }
-  absl::StatusOr<JsonValue> doc = iwarp::tools::ParseJson(reply);
-  if (!doc.ok()) return Fail(std::string(doc.status().message()));
-  const JsonValue* body = doc->Find(cmd);
-  if (body == nullptr || body->type == JsonValue::Type::kNull) {
-    return Fail(absl::StrCat("the daemon did not answer ", cmd,
-                             " (an older iwarpd, or it is shutting down)"));
+  if (absl::Status st = query("/iwarpd/" + command, &body); !st.ok()) return finish(st);
+  if (json) {
+    print_raw();
+    return finish(std::string());
   }
-  absl::StatusOr<std::string> text =
-      command == "stats" ? iwarp::tools::FormatStats(*body) : iwarp::tools::FormatPorts(*body);
-  if (!text.ok()) return Fail(std::string(text.status().message()));
-  std::fputs(text->c_str(), stdout);
-  return 0;
+  if (command == "ports") return finish(iwarp::tools::FormatPorts(body));
+  if (command == "services") return finish(iwarp::tools::FormatServices(body));
+  absl::StatusOr<std::string> text = iwarp::tools::FormatStats(body);
+  if (command == "stats" && text.ok()) {
+    // The TCP table follows the packet counters.
+    JsonValue tcp;
+    if (query("/iwarpd/tcp", &tcp).ok()) {
+      absl::StatusOr<std::string> t = iwarp::tools::FormatStats(tcp);
+      if (t.ok()) *text += "\ntcp\n" + *t;
+    }
+  }
+  return finish(text);
 }

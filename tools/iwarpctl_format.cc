@@ -99,4 +99,68 @@ absl::StatusOr<std::string> FormatPorts(const JsonValue& ports) {
   return out;
 }
 
+absl::StatusOr<std::string> FormatConnections(const std::vector<JsonValue>& pages) {
+  constexpr const char* kColumns[] = {"lcore", "local", "remote", "state", "service",
+                                      "bytes_in", "bytes_out", "retrans", "timeouts",
+                                      "srtt_us", "cwnd", "unacked"};
+  std::vector<std::vector<std::string>> rows;
+  uint64_t total = 0;
+  for (const JsonValue& page : pages) {
+    if (page.type != JsonValue::Type::kObject || page.Find("total") == nullptr) {
+      return absl::InvalidArgumentError("reply is not an /iwarpd/connections object");
+    }
+    total = page.Uint("total");
+    for (const JsonMember& m : page.object) {
+      if (m.key.compare(0, 5, "conn_") != 0 || m.value.type != JsonValue::Type::kObject) continue;
+      std::vector<std::string> row;
+      for (const char* c : kColumns) row.push_back(m.value.Text(c));
+      rows.push_back(std::move(row));
+    }
+  }
+  std::vector<size_t> width;
+  for (const char* c : kColumns) width.push_back(std::string(c).size());
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      // Text columns left, numbers right.
+      const bool text = i >= 1 && i <= 4;
+      absl::StrAppend(&out, i == 0 ? "" : "  ",
+                      absl::StrFormat(text ? "%-*s" : "%*s", static_cast<int>(width[i]), cells[i]));
+    }
+    // No trailing blanks.
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    out += "\n";
+  };
+  line(std::vector<std::string>(std::begin(kColumns), std::end(kColumns)));
+  for (const auto& row : rows) line(row);
+  absl::StrAppend(&out, rows.size(), " of ", total, " connections\n");
+  return out;
+}
+
+absl::StatusOr<std::string> FormatServices(const JsonValue& services) {
+  const JsonValue* names = services.Find("names");
+  if (services.type != JsonValue::Type::kObject || names == nullptr ||
+      names->type != JsonValue::Type::kArray) {
+    return absl::InvalidArgumentError("reply is not an /iwarpd/services object");
+  }
+  if (names->array.empty()) return std::string("no services configured\n");
+  std::string out;
+  for (size_t i = 0; i < names->array.size(); ++i) {
+    const JsonValue* s = services.Find(absl::StrCat("svc_", i));
+    if (s == nullptr) return absl::InvalidArgumentError(absl::StrCat("reply lacks svc_", i));
+    absl::StrAppend(&out, "service ", s->Text("name"), " (", s->Text("type"), ", port ",
+                    s->Text("port"), "): active ", s->Text("active"), ", accepted ",
+                    s->Text("accepted"), ", connected ", s->Text("connected"), ", closed ",
+                    s->Text("closed"), " (abnormal ", s->Text("closed_abnormal"), "), bytes in ",
+                    s->Text("bytes_in"), ", out ", s->Text("bytes_out"), "\n");
+    const JsonValue* t = services.Find(absl::StrCat("transfers_", i));
+    if (t == nullptr || t->type != JsonValue::Type::kArray) continue;
+    for (const JsonValue& line : t->array) absl::StrAppend(&out, "  transfer ", line.string, "\n");
+  }
+  return out;
+}
+
 }  // namespace iwarp::tools

@@ -3,6 +3,7 @@
 #define IWARPD_TOOLS_IWARPCTL_FORMAT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tools/iwarpctl_json.h"
@@ -16,6 +17,14 @@ absl::StatusOr<std::string> FormatStats(const JsonValue& stats);
 
 // `ports` is the value of "/iwarpd/ports": {"port_ids": [...], "port_N": {...}}.
 absl::StatusOr<std::string> FormatPorts(const JsonValue& ports);
+
+// `pages` are values of "/iwarpd/connections,FIRST" replies: {"total": N,
+// "first": F, "shown": S, "conn_I": {...}}. One row per connection.
+absl::StatusOr<std::string> FormatConnections(const std::vector<JsonValue>& pages);
+
+// `services` is the value of "/iwarpd/services": {"names": [...], "svc_I":
+// {...}, "transfers_I": ["bytes sha256 status remote", ...]}.
+absl::StatusOr<std::string> FormatServices(const JsonValue& services);
 
 }  // namespace iwarp::tools
 

@@ -85,5 +85,39 @@ TEST(IwarpctlFormat, Ports) {
             "  tx 6 packets 532 bytes  errors 0\n");
 }
 
+TEST(IwarpctlFormat, ConnectionsFromSeveralPages) {
+  auto p1 = ParseJson(
+      R"({"total": 2, "first": 0, "shown": 1, "conn_0": {"lcore": 1, "local": "198.18.0.1:7",)"
+      R"( "remote": "198.18.0.2:40000", "state": "ESTABLISHED", "service": "echo", "bytes_in": 10,)"
+      R"( "bytes_out": 10, "retrans": 0, "timeouts": 0, "srtt_us": 55, "cwnd": 14600, "unacked": 0}})");
+  auto p2 = ParseJson(
+      R"({"total": 2, "first": 1, "shown": 1, "conn_1": {"lcore": 2, "local": "198.18.0.1:9",)"
+      R"( "remote": "198.18.0.2:40001", "state": "TIME-WAIT", "service": "", "bytes_in": 123456789,)"
+      R"( "bytes_out": 0, "retrans": 3, "timeouts": 1, "srtt_us": 70, "cwnd": 2920, "unacked": 0}})");
+  ASSERT_TRUE(p1.ok() && p2.ok());
+  auto text = FormatConnections({*p1, *p2});
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find("198.18.0.2:40000  ESTABLISHED"), std::string::npos) << *text;
+  EXPECT_NE(text->find("123456789"), std::string::npos) << *text;
+  EXPECT_NE(text->find("2 of 2 connections\n"), std::string::npos) << *text;
+  EXPECT_FALSE(FormatConnections({JsonValue{}}).ok());
+}
+
+TEST(IwarpctlFormat, ServicesWithTransfers) {
+  auto doc = ParseJson(
+      R"({"names": ["sink"], "svc_0": {"name": "sink", "type": "sink", "port": 9, "accepted": 2,)"
+      R"( "connected": 0, "connect_failed": 0, "active": 0, "closed": 2, "closed_abnormal": 1,)"
+      R"( "bytes_in": 30, "bytes_out": 0}, "transfers_0": ["10 abc complete 198.18.0.2:1",)"
+      R"( "20 def reset 198.18.0.2:2"]})");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  auto text = FormatServices(*doc);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text,
+            "service sink (sink, port 9): active 0, accepted 2, connected 0, closed 2 (abnormal "
+            "1), bytes in 30, out 0\n"
+            "  transfer 10 abc complete 198.18.0.2:1\n"
+            "  transfer 20 def reset 198.18.0.2:2\n");
+}
+
 }  // namespace
 }  // namespace iwarp::tools

@@ -59,6 +59,22 @@ void MakeEchoReplyInPlace(MutableByteSpan ip, const Ipv4Header& hdr) {
             ChecksumAdjust(LoadBe16(icmp + kIcmpChecksumOffset), old_word, new_word));
 }
 
+void WriteIpv4Header(MutableByteSpan out, uint8_t protocol, uint32_t src, uint32_t dst,
+                     uint16_t payload_len, uint16_t id) {
+  uint8_t* p = out.data();
+  p[kIpv4VersionIhlOffset] = 0x45;
+  p[kIpv4VersionIhlOffset + 1] = 0;  // DSCP/ECN
+  StoreBe16(p + kIpv4TotalLengthOffset, static_cast<uint16_t>(kIpv4MinHeaderLen + payload_len));
+  StoreBe16(p + kIpv4IdOffset, id);
+  StoreBe16(p + kIpv4FlagsFragOffset, 0x4000);  // DF (RFC 791 3.1)
+  p[kIpv4TtlOffset] = kDefaultTtl;
+  p[kIpv4ProtocolOffset] = protocol;
+  StoreBe16(p + kIpv4ChecksumOffset, 0);
+  StoreBe32(p + kIpv4SrcOffset, src);
+  StoreBe32(p + kIpv4DstOffset, dst);
+  StoreBe16(p + kIpv4ChecksumOffset, InternetChecksum(ByteSpan(p, kIpv4MinHeaderLen)));
+}
+
 std::string Ipv4ToString(uint32_t addr) {
   return absl::StrFormat("%u.%u.%u.%u", addr >> 24, (addr >> 16) & 0xff,
                          (addr >> 8) & 0xff, addr & 0xff);

@@ -72,6 +72,13 @@ inline constexpr uint8_t kIcmpEchoRequest = 8;
 // options are returned as received.
 void MakeEchoReplyInPlace(MutableByteSpan ip, const Ipv4Header& hdr);
 
+// Writes a 20-byte IPv4 header (no options, DF set, TTL kDefaultTtl) for a
+// datagram we originate, with its checksum, into `out` (at least 20 bytes).
+// `payload_len` is the length after the header; `id` the identification
+// (RFC 6864 4.1: any value for atomic datagrams).
+void WriteIpv4Header(MutableByteSpan out, uint8_t protocol, uint32_t src, uint32_t dst,
+                     uint16_t payload_len, uint16_t id);
+
 // Dotted quad of a host-order address; control path only (allocates).
 std::string Ipv4ToString(uint32_t addr);
 

@@ -118,5 +118,19 @@ TEST(Ipv4, Formatting) {
   EXPECT_EQ(testing::kPeerMac.ToString(), "02:00:00:00:00:02");
 }
 
+TEST(Ipv4, WriteIpv4HeaderParsesBack) {
+  std::vector<uint8_t> pkt(20 + 33, 0);
+  WriteIpv4Header(pkt, kIpProtoTcp, 0xc6120001, 0xc6120002, 33, 0x4242);
+  Ipv4Header h;
+  ASSERT_EQ(ParseIpv4(pkt, &h), DropReason::kNone);  // checksum verified there
+  EXPECT_EQ(h.header_len, 20u);
+  EXPECT_EQ(h.total_len, 53u);
+  EXPECT_EQ(h.protocol, kIpProtoTcp);
+  EXPECT_EQ(h.src, 0xc6120001u);
+  EXPECT_EQ(h.dst, 0xc6120002u);
+  EXPECT_EQ(pkt[kIpv4TtlOffset], kDefaultTtl);
+  EXPECT_EQ(LoadBe16(pkt.data() + kIpv4FlagsFragOffset), 0x4000);
+}
+
 }  // namespace
 }  // namespace iwarp::dataplane

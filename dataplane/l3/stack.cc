@@ -136,8 +136,17 @@ RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame) {
   }
   // RFC 1122 3.2.1.7: a host MUST NOT discard a datagram addressed to it
   // because its TTL is below 2, so TTL is not checked on local delivery.
+  if (h.protocol == kIpProtoTcp && options_.deliver_tcp) {
+    RxAction a;
+    a.kind = RxAction::Kind::kLocalTcp;
+    a.l4_offset = static_cast<uint16_t>(kEthHeaderLen + h.header_len);
+    a.l4_length = static_cast<uint16_t>(h.total_len - h.header_len);
+    a.src_ip = h.src;
+    a.dst_ip = h.dst;
+    return a;
+  }
   if (h.protocol != kIpProtoIcmp) {
-    // TCP (iWARP) and UDP are delivered here once their engines exist.
+    // UDP (and TCP with deliver_tcp off) has no engine here.
     return Drop(DropReason::kIpv4UnknownProtocol);
   }
 

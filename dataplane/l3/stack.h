@@ -45,6 +45,9 @@ struct L3Options {
   uint32_t arp_timeout_s = 300;
   uint32_t arp_pending_packets = 64;  // per unresolved next hop
   uint32_t arp_retry_ms = 1000;
+  // Hand TCP datagrams to our addresses to the caller (RxAction::kLocalTcp);
+  // false drops them as ipv4_unknown_protocol.
+  bool deliver_tcp = false;
 };
 
 // An opaque packet the caller owns (an mbuf in the data plane).
@@ -74,10 +77,18 @@ struct RxAction {
     kDrop,      // counted under `reason`; the caller frees the frame
     kTransmit,  // rewritten in place: send tx_length bytes back out the same port
     kConsumed,  // fully handled (e.g. an ARP reply); the caller frees the frame
+    // A TCP segment to one of our addresses (deliver_tcp): the segment is
+    // frame[l4_offset, l4_offset + l4_length); IPv4 is validated. The caller
+    // passes it to its TCP stack and frees the frame.
+    kLocalTcp,
   };
   Kind kind = Kind::kDrop;
   DropReason reason = DropReason::kNone;
   uint16_t tx_length = 0;
+  uint16_t l4_offset = 0;   // kLocalTcp
+  uint16_t l4_length = 0;   // kLocalTcp
+  uint32_t src_ip = 0;      // kLocalTcp, host order
+  uint32_t dst_ip = 0;      // kLocalTcp, host order
 };
 
 struct NextHop {

@@ -56,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   LcoreStats stats;
   CheckingSink sink;
-  L3Stack stack(std::span<const L3Port>(&kPort, 1), L3Options{8, 1, 2, 10}, &stats, &sink);
+  L3Options options{8, 1, 2, 10};
+  options.deliver_tcp = size % 2 == 0;
+  L3Stack stack(std::span<const L3Port>(&kPort, 1), options, &stats, &sink);
 
   // The input is the frame; its first bytes also steer a few resolutions.
   std::vector<uint8_t> frame(data, data + size);
@@ -78,6 +80,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (stats.Dropped(a.reason) == 0) __builtin_trap();
       break;
     case RxAction::Kind::kConsumed:
+      break;
+    case RxAction::Kind::kLocalTcp:
+      // The segment lies inside the frame.
+      if (!options.deliver_tcp || a.l4_offset < 34 ||
+          size_t{a.l4_offset} + a.l4_length > size) {
+        __builtin_trap();
+      }
       break;
   }
   for (uint64_t t = 10; t <= 60; t += 10) stack.Tick(t);

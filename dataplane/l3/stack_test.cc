@@ -253,6 +253,33 @@ TEST_F(StackTest, Ipv4AndIcmpDropsAreNamed) {
 
 PacketHandle Pkt(uintptr_t n) { return reinterpret_cast<PacketHandle>(n); }
 
+TEST_F(StackTest, TcpIsDeliveredLocallyOnlyWhenEnabled) {
+  Ipv4Fields ip;
+  ip.protocol = 6;
+  ip.version_ihl = 0x46;  // with 4 bytes of options: the segment starts at 14 + 24
+  std::vector<uint8_t> seg(20, 0xab);
+  auto f = Ipv4Frame(ip, seg);
+  f.resize(f.size() + 6, 0);  // link padding is not part of the segment
+  RxAction a = Handle(f);
+  EXPECT_EQ(a.kind, RxAction::Kind::kDrop);
+  EXPECT_EQ(a.reason, DropReason::kIpv4UnknownProtocol);
+
+  L3Options o{1024, 300, 4, 1000};
+  o.deliver_tcp = true;
+  Reset(o);
+  a = Handle(f);
+  ASSERT_EQ(a.kind, RxAction::Kind::kLocalTcp);
+  EXPECT_EQ(a.l4_offset, 14 + 24);
+  EXPECT_EQ(a.l4_length, 20);
+  EXPECT_EQ(a.src_ip, kPeerIp);
+  EXPECT_EQ(a.dst_ip, kOurIp);
+  EXPECT_EQ(stats_->DroppedTotal(), 0u);
+  // Not for us: still dropped by IPv4 before TCP sees it.
+  ip.dst = kPeerIp + 1;
+  auto other = Ipv4Frame(ip, seg);
+  EXPECT_EQ(Handle(other).reason, DropReason::kIpv4NotForUs);
+}
+
 TEST_F(StackTest, ResolveHitsCacheWithoutQueueing) {
   auto req = ArpFrame(1, MacAddr::Broadcast(), kPeerMac, kPeerIp, MacAddr{}, kOurIp);
   Handle(req, 0);

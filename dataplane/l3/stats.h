@@ -47,7 +47,15 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(icmp_echo_replies_out, "icmp_echo_replies_out") \
   X(steered_out, "steered_out")                   \
   X(steered_in, "steered_in")                     \
-  X(neighbor_updates_lost, "neighbor_updates_lost")
+  X(neighbor_updates_lost, "neighbor_updates_lost") \
+  /* impairment stage (ports[].impairment) */     \
+  X(impair_matched, "impair_matched")             \
+  X(impair_duplicated, "impair_duplicated")       \
+  X(impair_reordered, "impair_reordered")         \
+  X(impair_delayed, "impair_delayed")             \
+  X(impair_corrupted_stale, "impair_corrupted_stale") \
+  X(impair_corrupted_fixed, "impair_corrupted_fixed") \
+  X(impair_skipped, "impair_skipped")
 
 struct alignas(kCacheLine) LcoreStats {
 #define IWARP_COUNTER_MEMBER(member, name) Counter member;
