@@ -672,11 +672,18 @@ struct TcpStack::Impl {
 
   // RFC 6675 NextSeg() (1): the first byte at or above high_rxt that is in a
   // hole below the highest SACKed byte. Returns the hole's extent.
+  // RFC 6675 4 IsLost(): a hole counts as lost once more than
+  // (DupThresh - 1) * SMSS bytes above it are SACKed.
   bool NextHole(const Conn& c, Seq32* start, uint32_t* len) const {
     Seq32 pos = std::max(c.snd_una, c.high_rxt);
     for (uint32_t i = 0; i < c.nsacked; ++i) {
       if (c.sacked[i].right_edge <= pos) continue;
       if (c.sacked[i].left_edge > pos) {
+        uint32_t above = 0;
+        for (uint32_t j = i; j < c.nsacked; ++j) {
+          above += static_cast<uint32_t>(c.sacked[j].right_edge - c.sacked[j].left_edge);
+        }
+        if (above <= (kDupThresh - 1) * c.emss) return false;
         *start = pos;
         *len = static_cast<uint32_t>(c.sacked[i].left_edge - pos);
         return true;
@@ -815,7 +822,7 @@ struct TcpStack::Impl {
     c.rtx_kind = RtxKind::kNone;
     switch (kind) {
       case RtxKind::kNone: return;
-      case RtxKind::kTimeWait: CloseConn(c, CloseReason::kNormal); return;
+      case RtxKind::kTimeWait: FreeConn(c); return;  // the user was told on entry
       case RtxKind::kPersist: {
         // RFC 9293 3.8.6.1: probe the zero window with one byte.
         if (c.snd_wnd != 0 || !(c.snd_end > c.snd_una)) return;
@@ -1122,7 +1129,15 @@ struct TcpStack::Impl {
     return (rcv_nxt <= seq && seq < rcv_nxt + wnd) || (rcv_nxt <= last && last < rcv_nxt + wnd);
   }
 
-  void SynchronizedInput(Conn& c, const Segment& seg, const Options& o) {
+  void SynchronizedInput(Conn& c, const Segment& seg_in, const Options& o) {
+    Segment seg = seg_in;
+    if (c.state == TcpState::kSynReceived && seg.header.Has(kFlagSyn) &&
+        seg.header.Has(kFlagAck) && seg.header.seq == c.irs) {
+      // Simultaneous open (RFC 9293 3.5 figure 8): the peer's SYN,ACK repeats
+      // its SYN; what is new is the ACK of ours.
+      seg.header.flags = static_cast<uint8_t>(seg.header.flags & ~kFlagSyn);
+      seg.header.seq = c.irs + 1;
+    }
     const SegmentHeader& h = seg.header;
     const uint32_t gen = c.generation;
     uint32_t seg_len = static_cast<uint32_t>(seg.payload.size());
@@ -1165,8 +1180,11 @@ struct TcpStack::Impl {
                                           c.reasm->rcv_nxt()
                                       ? DropReason::kTcpDuplicateData
                                       : DropReason::kTcpOutOfWindow));
-      // A duplicate gets a D-SACK (RFC 2883) through the reassembler.
-      if (!seg.payload.empty() && c.sack_ok) {
+      // A duplicate gets a D-SACK (RFC 2883) through the reassembler; only
+      // wholly old data goes there, so nothing is taken that the receive
+      // ring does not hold.
+      if (!seg.payload.empty() && c.sack_ok &&
+          h.seq + static_cast<uint32_t>(seg.payload.size()) <= c.reasm->rcv_nxt()) {
         c.reasm->Insert(ReasmSegment{h.seq, seg.payload, false, 0});
         ++stats.dsacks_out;
       }
@@ -1445,7 +1463,7 @@ struct TcpStack::Impl {
         }
       }
     } else if (ack == c.snd_una && seg.payload.empty() && !h.Has(kFlagFin) &&
-               c.snd_max > c.snd_una && new_wnd == c.snd_wnd) {
+               c.snd_max > c.snd_una && new_wnd == c.snd_wnd && new_wnd != 0) {
       // RFC 5681 2: duplicate ACK.
       ++stats.dup_acks_in;
       ++c.dup_acks;
@@ -1467,6 +1485,16 @@ struct TcpStack::Impl {
           ++stats.sack_recoveries;
           ++stats.fast_retransmits;
           ++c.counters.fast_retransmits;
+          // RFC 6675 5 step (4.3): the first unacknowledged segment is
+          // retransmitted at once, whatever pipe says.
+          const uint32_t hole = c.nsacked > 0 && c.sacked[0].left_edge > c.snd_una
+                                    ? static_cast<uint32_t>(c.sacked[0].left_edge - c.snd_una)
+                                    : c.emss;
+          const uint32_t len = SegmentLength(c, c.snd_una, hole);
+          if (len > 0) {
+            SendData(c, c.snd_una, len, true);
+            c.high_rxt = c.snd_una + len;
+          }
           ArmRtx(c, RtxKind::kRetransmit, c.rto.rto_us());
         }
       } else {
@@ -1574,7 +1602,7 @@ struct TcpStack::Impl {
       // The part below RCV.NXT: reported as a D-SACK (RFC 2883 4).
       const uint32_t dup = std::min(static_cast<uint32_t>(rcv_nxt0 - h.seq), len);
       c.reasm->Insert(ReasmSegment{h.seq, seg.payload.first(dup), false, 0});
-      ++stats.dsacks_out;
+      if (c.sack_ok) ++stats.dsacks_out;
       Drop(DropReason::kTcpDuplicateData);
       c.ack_now = true;
     }
@@ -1602,23 +1630,24 @@ struct TcpStack::Impl {
     if (c.reasm->fin_delivered() && !c.peer_fin_reported) {
       c.peer_fin_reported = true;
       c.ack_now = true;
+      bool time_wait = false;
       switch (c.state) {
         case TcpState::kEstablished: c.state = TcpState::kCloseWait; break;
         case TcpState::kFinWait1:
-          if (c.fin_queued && c.snd_una > c.snd_end) {
-            SendAck(c);
-            EnterTimeWait(c);
-            return;
-          }
-          c.state = TcpState::kClosing;
+          if (c.fin_queued && c.snd_una > c.snd_end) time_wait = true;
+          else c.state = TcpState::kClosing;
           break;
-        case TcpState::kFinWait2:
-          SendAck(c);
-          EnterTimeWait(c);
-          return;
+        case TcpState::kFinWait2: time_wait = true; break;
         default: break;
       }
-      if (c.user != nullptr) c.user->OnPeerFin(IdOf(c));
+      if (c.user != nullptr) {
+        c.user->OnPeerFin(IdOf(c));
+        if (!Alive(c, gen)) return;
+      }
+      if (time_wait) {
+        SendAck(c);
+        EnterTimeWait(c);
+      }
     }
   }
 
@@ -1653,8 +1682,12 @@ struct TcpStack::Impl {
     // MSS) past the edge last advertised.
     const uint32_t after = RcvWindow(c);
     const Seq32 new_edge = c.reasm->rcv_nxt() + after;
-    if (after > before && new_edge - c.rcv_adv >= static_cast<int32_t>(
-                                                      std::min<uint32_t>(c.rbuf_cap / 2, our_mss))) {
+    // Only when the window the peer knows of has become small (receiver SWS
+    // avoidance), so that consuming data does not trigger an ACK each time.
+    const int32_t left = c.rcv_adv - c.reasm->rcv_nxt();
+    if (after > before &&
+        left < static_cast<int32_t>(std::min<uint32_t>(c.rbuf_cap / 2, 4u * our_mss)) &&
+        new_edge - c.rcv_adv >= static_cast<int32_t>(std::min<uint32_t>(c.rbuf_cap / 2, our_mss))) {
       c.ack_now = true;
     }
   }
