@@ -1,3 +1,24 @@
+// TcpStack implementation. Layout: a fixed table of Conn slots (hash chains
+// by 4-tuple, a free list, a FIFO of TIME-WAIT slots), one timer wheel with
+// three timers per connection (retransmission / persist / TIME-WAIT share one,
+// delayed ACK, keepalive), and per-slot rings allocated by Create().
+//
+// Choices where the RFCs leave room, and known simplifications:
+//  - RTT is measured with one timed segment per window (RFC 6298 with Karn's
+//    rule), in microseconds; timestamps (millisecond TSval) serve PAWS and the
+//    echo only. A segment without timestamps on a timestamp connection is
+//    accepted (RFC 7323 3.2 says SHOULD drop; Linux accepts).
+//  - SACK recovery follows RFC 6675 with pipe computed from the scoreboard
+//    (bytes above the highest SACKed byte plus retransmitted hole bytes) and
+//    NextSeg rules (1) and (2); rule (3)/(4) (rescue retransmission) are not
+//    implemented. The scoreboard keeps 16 ranges and is cleared on RTO.
+//  - After an RTO the sender goes back to SND.UNA (RFC 5681 3.1) and resends
+//    within cwnd, skipping ranges still SACKed.
+//  - The zero-window probe is one byte of new data (RFC 9293 3.8.6.1); the
+//    persist timer backs off and never gives up (RFC 1122 4.2.2.17).
+//  - Data carried on a SYN is not accepted (it is retransmitted by the peer).
+//  - Receiver SWS avoidance: a window update is sent when the user consumes
+//    data and the window the peer knows has dropped below min(buffer/2, 4 MSS).
 #include "tcp_lite/tcp_stack.h"
 
 #include <algorithm>
@@ -1175,6 +1196,14 @@ struct TcpStack::Impl {
     const bool acceptable = Acceptable(c, h.seq, seg_len);
     if (!acceptable) {
       if (h.Has(kFlagRst)) return Drop(DropReason::kTcpRstOutOfWindow);
+      // RFC 9293 3.10.7.4: with a zero receive window, valid ACKs are still
+      // processed; only the data is refused.
+      if (h.seq == c.reasm->rcv_nxt() && h.Has(kFlagAck) && !h.Has(kFlagSyn) &&
+          c.state != TcpState::kSynReceived) {
+        if (!ProcessAck(c, seg, o) || !Alive(c, gen)) return;
+        TrySend(c);
+        if (!Alive(c, gen)) return;
+      }
       Drop(seg.payload.empty() ? DropReason::kTcpOutOfWindow
                                : (h.seq + static_cast<uint32_t>(seg.payload.size()) <=
                                           c.reasm->rcv_nxt()
@@ -1572,7 +1601,31 @@ struct TcpStack::Impl {
     c.reasm->SetWindow(static_cast<uint32_t>(edge - rcv_nxt0));
     InsertResult last;
     bool any_ooo = false;
-    if (a < b) {
+    bool direct = false;
+    if (a < b && a == rcv_nxt0 && !was_ooo_state && c.rcv_consumed == rcv_nxt0 &&
+        c.user != nullptr && !c.reasm->fin_received()) {
+      // In-order fast path: nothing held, nothing unconsumed. The user reads
+      // the bytes straight from the received segment; only what it leaves is
+      // copied into the ring. The reassembler delivers this segment at once
+      // (it is at RCV.NXT with nothing held), so it keeps no reference to the
+      // input.
+      direct = true;
+      const uint32_t n = static_cast<uint32_t>(b - a);
+      const ByteSpan in = seg.payload.subspan(static_cast<uint32_t>(a - h.seq), n);
+      last = c.reasm->Insert(ReasmSegment{a, in, fin_in_window, 0});
+      const size_t took =
+          std::min<size_t>(c.user->OnData(IdOf(c), c.counters.bytes_in, in), n);
+      if (!Alive(c, gen)) return;
+      Consume(c, static_cast<uint32_t>(took));
+      uint32_t done = static_cast<uint32_t>(took);
+      uint32_t idx = c.rconsumed_idx;
+      while (done < n) {
+        const uint32_t chunk = std::min(n - done, c.rbuf_cap - idx);
+        std::memcpy(c.rbuf + idx, in.data() + done, chunk);
+        done += chunk;
+        idx = (idx + chunk) % c.rbuf_cap;
+      }
+    } else if (a < b) {
       const uint32_t n = static_cast<uint32_t>(b - a);
       const uint32_t in_off = static_cast<uint32_t>(a - h.seq);
       const uint32_t ring_off = static_cast<uint32_t>(a - c.rcv_consumed);
@@ -1624,8 +1677,10 @@ struct TcpStack::Impl {
       wheel.ArmAfter(c.delack_timer, Ticks(opt.delayed_ack_us));
     }
 
-    DeliverToUser(c);
-    if (!Alive(c, gen)) return;
+    if (!direct) {
+      DeliverToUser(c);
+      if (!Alive(c, gen)) return;
+    }
 
     if (c.reasm->fin_delivered() && !c.peer_fin_reported) {
       c.peer_fin_reported = true;

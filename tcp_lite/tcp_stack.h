@@ -24,9 +24,17 @@
 //    NewReno or CUBIC; zero-window probes; delayed ACKs; Nagle (off by
 //    default); keepalive (RFC 9293 3.8.4).
 //
+// Buffering: each connection has a send ring and a receive ring of the
+// configured sizes. Send() and SendRecord() copy into the send ring;
+// SendZeroCopy() references the caller's memory until acknowledged. Received
+// in-window bytes are copied once into the receive ring at their stream
+// position (out-of-order bytes too, bounded by max_ooo_segments), and in-order
+// bytes are offered to the user from there; the advertised window is the free
+// space of that ring.
+//
 // Threading: a TcpStack and all its connections belong to one core. No method
-// may be called from another thread, and no method may be called re-entrantly
-// from a TcpUser callback except those marked "callback-safe".
+// may be called from another thread. From inside a TcpUser callback only the
+// calls listed at TcpUser may be made.
 #ifndef IWARPD_TCP_LITE_TCP_STACK_H_
 #define IWARPD_TCP_LITE_TCP_STACK_H_
 
@@ -36,6 +44,8 @@
 #include <span>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/bytes.h"
 #include "common/drop_reasons.h"
 #include "tcp_lite/tcp_cc.h"
@@ -330,9 +340,9 @@ class TcpStack {
  public:
   // Control path, at worker start-up: validates `options` and allocates every
   // table and buffer. `local_ips` (host order) are the addresses this stack
-  // answers for; segments to others are dropped. `output` must outlive the
-  // stack. `isn` supplies ISNs and SYN cookies (one per daemon is fine: it is
-  // immutable). `now_us` starts the virtual clock.
+  // answers for; segments to others are dropped. `output` and `isn` must
+  // outlive the stack. `isn` supplies ISNs and SYN cookies (one per daemon is
+  // fine: it is immutable). `now_us` starts the clock.
   static absl::StatusOr<std::unique_ptr<TcpStack>> Create(const TcpOptions& options,
                                                           std::span<const uint32_t> local_ips,
                                                           TcpOutput& output,

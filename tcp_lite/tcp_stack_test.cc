@@ -932,6 +932,97 @@ TEST_F(StackTest, SynReceivedTimesOutAndFreesTheBacklog) {
   EXPECT_TRUE(user_.events.empty());  // the listener never saw it
 }
 
+TEST_F(StackTest, AckIsProcessedWhenOurWindowIsZero) {
+  TcpOptions o = BaseOptions();
+  o.receive_buffer_bytes = 2048;
+  o.delayed_ack_us = 0;
+  Make(o);
+  Accept();
+  user_.consume_limit = 0;
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0), Pattern(2048, 1)));
+  EXPECT_EQ(One().h.window, 0);
+  stack_->Send(conn_, ByteSpan(Pattern(100, 2)), now_);
+  One();
+  // The peer's next data does not fit, but its ACK of our 100 bytes counts.
+  In(peer_.Build(kFlagAck, kPeerIsn + 2049, iss_ + 101, 512, Ts(111, 0), Pattern(10, 3)));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.unacked_bytes, 0u);
+  EXPECT_EQ(info.bytes_out, 100u);
+}
+
+// The configured algorithm sets ssthresh on a loss: NewReno FlightSize / 2
+// (RFC 5681 eq. 4), CUBIC 0.7 * cwnd (RFC 8312 4.5).
+TEST_F(StackTest, CongestionControlIsSelectable) {
+  for (CcAlgorithm algo : {CcAlgorithm::kNewReno, CcAlgorithm::kCubic}) {
+    SCOPED_TRACE(CcAlgorithmName(algo));
+    TcpOptions o = BaseOptions();
+    o.congestion_control = algo;
+    out_.Take();
+    user_ = RecordingUser();
+    Make(o);
+    Options syn = SynOpts();
+    syn.sack_permitted = false;
+    Accept(syn);
+    stack_->Send(conn_, ByteSpan(Pattern(5 * 1448, 7)), now_);
+    out_.Take();
+    for (int i = 0; i < 3; ++i) In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110 + i, 0)));
+    TcpConnInfo info;
+    ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+    if (algo == CcAlgorithm::kNewReno) {
+      EXPECT_EQ(info.ssthresh, 5u * 1448 / 2);
+    } else {
+      EXPECT_NEAR(info.ssthresh, 14480 * 7 / 10, 8);
+    }
+  }
+}
+
+TEST_F(StackTest, OutOfOrderHoldingIsBounded) {
+  TcpOptions o = BaseOptions();
+  o.max_ooo_segments = 2;
+  Make(o);
+  Accept();
+  for (int i = 1; i <= 4; ++i) {
+    In(peer_.Build(kFlagAck, kPeerIsn + 1 + 200 * i, iss_ + 1, 512, Ts(110 + i, 0), Pattern(100, i)));
+  }
+  EXPECT_EQ(Drops(DropReason::kTcpReasmFull), 2u);
+  EXPECT_EQ(stack_->stats().ooo_segments, 2u);
+  // In-order data is always taken.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(120, 0), Pattern(200, 9)));
+  EXPECT_EQ(user_.data.size(), 300u);  // [0, 200) plus the held [200, 300)
+}
+
+TEST_F(StackTest, AckBelowTheWindowIsChallenged) {
+  Make();
+  Accept();  // MAX.SND.WND = 65536
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 - 70000, 512, Ts(110, 0), Pattern(10, 1)));
+  EXPECT_EQ(One().h.flags, kFlagAck);
+  EXPECT_EQ(Drops(DropReason::kTcpAckInvalid), 1u);
+  EXPECT_TRUE(user_.data.empty());
+  // Old but within MAX.SND.WND: accepted (RFC 5961 5.2).
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 - 1000, 512, Ts(111, 0), Pattern(10, 1)));
+  EXPECT_EQ(user_.data.size(), 10u);
+}
+
+TEST_F(StackTest, PartlyConsumedDataIsOfferedAgainAtTheRightOffset) {
+  Make();
+  Accept();
+  user_.consume_limit = 30;
+  const auto d1 = Pattern(100, 1);
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0), d1));
+  EXPECT_EQ(user_.data.size(), 30u);
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.recv_queued, 70u);
+  user_.consume_limit = SIZE_MAX;
+  const auto d2 = Pattern(50, 2);
+  In(peer_.Build(kFlagAck, kPeerIsn + 101, iss_ + 1, 512, Ts(111, 0), d2));
+  std::vector<uint8_t> expect = d1;
+  expect.insert(expect.end(), d2.begin(), d2.end());
+  EXPECT_EQ(user_.data, expect);
+  EXPECT_EQ(user_.offset_errors, 0u);
+}
+
 TEST_F(StackTest, OptionsAreValidated) {
   TcpOptions o = BaseOptions();
   o.window_scale = 15;
