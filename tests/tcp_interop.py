@@ -524,6 +524,15 @@ def case_concurrent(args):
         check(len(mine) == nconn,
               "iwarpctl connections: %d ESTABLISHED echo connections (of %d listed)" %
               (len(mine), len(conns)))
+        # Window scale as both sides see it: the kernel's send shift is
+        # iwarpd's receive shift and the other way round (RFC 7323 2.2). The
+        # kernel offers SACK and timestamps, so iwarpd must have both on.
+        info = d.ns_run("ss", "-tinH", "dst", "%s:%d" % (OUR_IP, ECHO_PORT)).stdout
+        kernel_opts = next((l for l in info.splitlines() if "wscale:" in l), "")
+        ws = kernel_opts.split("wscale:")[1].split()[0].split(",") if kernel_opts else ["?", "?"]
+        ours = mine[0]["options"]
+        check(ours == "sack ts wscale:%s,%s" % (ws[1], ws[0]),
+              "options agree: kernel wscale:%s,%s, iwarpd '%s'" % (ws[0], ws[1], ours))
         out, err = p.communicate("go\n", timeout=180)
         r = json.loads(out.strip().splitlines()[-1])
         check(r["echoed_ok"] == nconn, "all %d connections echoed 2048 bytes correctly (%.2f s)" %
