@@ -21,6 +21,7 @@ Exit status: 0 pass, 1 fail, 77 skip (not root, no network namespaces).
 import argparse
 import hashlib
 import json
+import signal
 import os
 import subprocess
 import sys
@@ -95,6 +96,13 @@ class TcpDaemon(dpi.Daemon):
             raise TestFailure("kernel-side helper failed (%d): %s%s" %
                               (r.returncode, r.stdout, r.stderr))
         return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def finish(self):
+        """SIGTERM: the daemon exits 0 with connections open, and a sanitizer
+        build reported nothing."""
+        rc, secs = self.stop(signal.SIGTERM)
+        check(rc == 0, "SIGTERM: iwarpd exited %s after %.2f s" % (rc, secs))
+        check(not self.sanitizer_reports(), "no sanitizer reports %s" % self.sanitizer_reports())
 
     def services_json(self):
         return self.ctl_json("services")["/iwarpd/services"]
@@ -315,6 +323,7 @@ def case_echo(args):
         text = d.ctl("stats").stdout
         check("segments_in" in text and "passive_opens" in text,
               "iwarpctl stats includes the TCP table")
+        d.finish()
     finally:
         d.cleanup()
 
@@ -335,6 +344,7 @@ def case_sink(args):
         text = d.ctl("services").stdout
         check("service sink (sink, port 9)" in text and "transfer" in text,
               "iwarpctl services lists the sink and its transfers:\n" + text)
+        d.finish()
     finally:
         d.cleanup()
 
@@ -390,6 +400,7 @@ def case_source(args):
         t = d.tcp_totals()
         check(t["active_opens"] == 1 and t["bytes_out"] == 8 << 20,
               "tcp counters: active_opens 1, bytes_out 8 MiB")
+        d.finish()
     finally:
         d.cleanup()
 
@@ -449,6 +460,7 @@ def case_close(args):
         rows = d.kernel_ss()
         check(any(x[0] == "TIME-WAIT" and x[1].endswith(":%d" % r["lport"]) for x in rows),
               "ss -tan: the half-closing kernel side ends in TIME-WAIT")
+        d.finish()
     finally:
         d.cleanup()
 
@@ -542,6 +554,7 @@ def case_concurrent(args):
         svc, _ = d.service("echo")
         check(svc["accepted"] == nconn and svc["closed"] == nconn and svc["closed_abnormal"] == 0,
               "echo service: %d accepted, %d closed normally" % (nconn, nconn))
+        d.finish()
     finally:
         d.cleanup()
 
@@ -590,12 +603,18 @@ def loss_rule(ppm):
 
 def case_impair_loss1(args):
     d = impair_case(args, "tl1", impairment_rules(loss_rule(10000), loss_rule(10000)), True)
-    d.cleanup()
+    try:
+        d.finish()
+    finally:
+        d.cleanup()
 
 
 def case_impair_loss5(args):
     d = impair_case(args, "tl5", impairment_rules(loss_rule(50000), loss_rule(50000)), True)
-    d.cleanup()
+    try:
+        d.finish()
+    finally:
+        d.cleanup()
 
 
 def case_impair_reorder(args):
@@ -605,6 +624,7 @@ def case_impair_reorder(args):
         check(d.totals()["impair_reordered"] > 0, "frames were reordered")
         t = d.tcp_totals()
         check(t["ooo_segments"] > 0, "iwarpd saw out-of-order segments (%d)" % t["ooo_segments"])
+        d.finish()
     finally:
         d.cleanup()
 
@@ -615,6 +635,7 @@ def case_impair_delay(args):
     try:
         check(d.totals()["impair_delayed"] > 0, "frames were delayed by 15 ms (%d)" %
               d.totals()["impair_delayed"])
+        d.finish()
     finally:
         d.cleanup()
 
@@ -628,6 +649,7 @@ def case_impair_duplicate(args):
         check(t["drop_tcp_duplicate_data"] > 0 or t["dsacks_out"] > 0,
               "iwarpd recognised duplicate data (duplicate drops %d, D-SACKs %d)" %
               (t["drop_tcp_duplicate_data"], t["dsacks_out"]))
+        d.finish()
     finally:
         d.cleanup()
 
@@ -650,7 +672,10 @@ def case_impair_corrupt(args):
               (after["InCsumErrors"] - start["InCsumErrors"]))
 
     d = impair_case(args, "tcs", impairment_rules(rule, rule), True, corrupt_checks=stale_checks)
-    d.cleanup()
+    try:
+        d.finish()
+    finally:
+        d.cleanup()
     fixed = ("        - {action: corrupt, protocol: tcp, port: %d, min_payload: 1, first: 5,"
              " last: 5, checksum: fixed}\n" % SINK_PORT)
     d = TcpDaemon(args, "tcf", impairment=impairment_rules(fixed, ""))
@@ -664,6 +689,7 @@ def case_impair_corrupt(args):
         check(d.tcp_totals()["drop_tcp_bad_checksum"] == 0 and
               d.totals()["impair_corrupted_fixed"] == 1,
               "no TCP checksum drop, one frame corrupted with a fixed checksum")
+        d.finish()
     finally:
         d.cleanup()
 
@@ -677,6 +703,7 @@ def case_bulk_1g(args):
         log("1 GiB iwarpd -> kernel: %.2f s (%.1f MB/s)" % (res["secs"], n / res["secs"] / 1e6))
         r, _ = check_sink(d, n, "1 GiB kernel -> iwarpd sink", timeout=600)
         log("1 GiB kernel -> iwarpd: %.2f s (%.1f MB/s)" % (r["secs"], n / r["secs"] / 1e6))
+        d.finish()
     finally:
         d.cleanup()
 
