@@ -421,6 +421,25 @@ TEST_F(StackTest, RetransmissionTimeoutResendsWithBackoff) {
   EXPECT_EQ(stack_->stats().timeouts, 2u);
 }
 
+TEST_F(StackTest, TimestampEchoEndsTheRtoBackoff) {
+  Make();
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(500, 4)), now_);
+  One();
+  Advance(1'000'200);
+  Wire r = One();  // retransmission; RTO now backed off to 2 s
+  ASSERT_TRUE(r.o.timestamps.has_value());
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.rto_us, 2'000'000u);
+  Advance(3'000);
+  // Karn's rule forbids timing the retransmission; the echoed TSval names it.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 501, 512, Ts(120, r.o.timestamps->ts_val)));
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.rto_us, 200'000u);  // RFC 6298 2.4 floor, backoff gone
+  EXPECT_EQ(info.srtt_us, 3'000u);
+}
+
 TEST_F(StackTest, ActiveCloseThroughTimeWait) {
   Make();
   Accept();
@@ -450,6 +469,14 @@ TEST_F(StackTest, ActiveCloseThroughTimeWait) {
   // A retransmitted FIN is acknowledged again.
   In(peer_.Build(kFlagFin | kFlagAck, kPeerIsn + 301, iss_ + 2, 512, Ts(113, 0)));
   EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 302));
+  // So is retransmitted data (the peer lost our ACK of it), which carries no
+  // FIN; without the ACK the peer would retransmit until it gives up.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 2, 512, Ts(114, 0), Pattern(300, 6)));
+  EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 302));
+  // A RST does not end TIME-WAIT early (RFC 1337).
+  In(peer_.Build(kFlagRst, kPeerIsn + 302, 0, 0));
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(stack_->connection_count(), 1u);
   Advance(59'000'000);
   EXPECT_EQ(stack_->connection_count(), 1u);
   Advance(1'100'000);
@@ -746,6 +773,23 @@ TEST_F(StackTest, SynCookiesWhenBacklogIsFull) {
   EXPECT_EQ(Drops(DropReason::kTcpBadSynCookie), 1u);
 }
 
+TEST_F(StackTest, SynCookiesWhenTheTableIsFull) {
+  TcpOptions o = BaseOptions();
+  o.max_connections = 1;
+  Make(o);
+  Accept();  // the only slot
+  SegBuilder p2 = peer_;
+  p2.src_port = 40001;
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagSyn, 5000, 0, 65535, SynOpts())), now_);
+  Wire sa = One();
+  EXPECT_EQ(sa.h.flags, kFlagSyn | kFlagAck);
+  EXPECT_EQ(stack_->stats().syn_cookies_sent, 1u);
+  // Its ACK finds no slot: dropped and counted, the first connection lives.
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagAck, 5001, sa.h.seq.value() + 1, 1000)), now_);
+  EXPECT_EQ(Drops(DropReason::kTcpTableFull), 1u);
+  EXPECT_EQ(stack_->State(conn_), TcpState::kEstablished);
+}
+
 TEST_F(StackTest, KeepaliveProbesThenTimesOut) {
   TcpOptions o = BaseOptions();
   o.keepalive = true;
@@ -1021,6 +1065,50 @@ TEST_F(StackTest, PartlyConsumedDataIsOfferedAgainAtTheRightOffset) {
   expect.insert(expect.end(), d2.begin(), d2.end());
   EXPECT_EQ(user_.data, expect);
   EXPECT_EQ(user_.offset_errors, 0u);
+}
+
+TEST_F(StackTest, LimitedTransmitOnTheFirstTwoDuplicateAcks) {
+  Make();
+  Options syn = SynOpts();
+  syn.sack_permitted = false;
+  Accept(syn);
+  stack_->Send(conn_, ByteSpan(Pattern(20 * 1448, 7)), now_);
+  ASSERT_EQ(out_.Take().size(), 10u);  // initial window
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0)));
+  Wire w = One();  // RFC 3042: one new segment
+  EXPECT_EQ(w.h.seq, Seq32(iss_ + 1 + 10 * 1448));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(111, 0)));
+  EXPECT_EQ(One().h.seq, Seq32(iss_ + 1 + 11 * 1448));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(112, 0)));
+  auto v = out_.Take();  // third: fast retransmit of the first segment
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].h.seq, Seq32(iss_ + 1));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.fast_retransmits, 1u);
+}
+
+TEST_F(StackTest, NextTimerTellsWhenToRunTimers) {
+  Make();
+  EXPECT_FALSE(stack_->NextTimerUs().has_value());
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();
+  ASSERT_TRUE(stack_->NextTimerUs().has_value());
+  EXPECT_LE(*stack_->NextTimerUs(), now_ + 1'000'000 + 300);
+  EXPECT_GT(*stack_->NextTimerUs(), now_);
+}
+
+TEST_F(StackTest, TimersCountFromTheCallersClockNotTheLastRunTimers) {
+  Make();
+  now_ += 10'000'000;  // no RunTimers call for 10 s
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();
+  Advance(500'000);
+  EXPECT_TRUE(out_.Take().empty());  // the 1 s RTO has not elapsed
+  Advance(600'000);
+  EXPECT_EQ(One().payload.size(), 100u);
 }
 
 TEST_F(StackTest, OptionsAreValidated) {
