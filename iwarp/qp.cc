@@ -353,8 +353,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
                                              static_cast<uint32_t>(r.src.size())),
                   mulpdu);
       cur_payload = r.src;
-      rresp_head = (rresp_head + 1) % rresp_cap;
-      --rresp_count;
+      // The IRD slot stays taken until the whole Response is handed to TCP
+      // (FinishMessage).
       cur = TxKind::kReadResponse;
       ++qp.stats_.read_responses_sent;
       return true;
@@ -438,6 +438,9 @@ struct Qp::Impl final : public mpa::UlpduSink {
         e.st = SqState::kSent;
         e.end_offset = tx_off;
       }
+    } else if (cur == TxKind::kReadResponse) {
+      rresp_head = (rresp_head + 1) % rresp_cap;
+      --rresp_count;
     } else if (cur == TxKind::kTerminate) {
       // RFC 5040: after a Terminate the stream is closed (FIN after it).
       qp.stack_.Shutdown(qp.conn_, now_us);
