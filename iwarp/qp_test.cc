@@ -95,6 +95,44 @@ TEST(QpSetup, ReadRtrAndSendRtr) {
   }
 }
 
+// INTEROP.md: the initiator sends nothing after its Request until the Reply
+// arrives, the responder nothing after its Reply until the RTR arrives, even
+// with work posted early on both sides.
+TEST(QpSetup, NothingSentBeforeTheHandshakeAllows) {
+  Pair p(Opts(), Opts());
+  std::vector<std::pair<QpState, size_t>> a_tx, b_tx;
+  p.a.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
+    if (b.size() > hl) a_tx.push_back({p.a.qp->state(), b.size() - hl});
+  };
+  p.b.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
+    if (b.size() > hl) b_tx.push_back({p.b.qp->state(), b.size() - hl});
+  };
+  const uint32_t sa = p.a.mem.Register(64, 0);
+  const uint32_t sb = p.b.mem.Register(64, 0);
+  const uint32_t wa = p.a.mem.Register(64, ddp::kAccessRemoteWrite);
+  const uint32_t wb = p.b.mem.Register(64, ddp::kAccessRemoteWrite);
+  ASSERT_TRUE(p.Connect().ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.qp->state() == QpState::kAwaitReply; }, 1'000'000));
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaWrite, LocalSge{sa, 0x10000, 64}, wb, 0x10000}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.qp->state() == QpState::kAwaitRtr; }, 1'000'000));
+  ASSERT_EQ(p.b.qp->PostSend(SendWr{2, WrOpcode::kRdmaWrite, LocalSge{sb, 0x10000, 64}, wa, 0x10000}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() == 1 && p.b.cqes.size() == 1; }, 1'000'000));
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(p.b.cqes[0].status, WcStatus::kSuccess);
+  // a: only the 24-byte Request (header + IRD/ORD) before the Reply.
+  ASSERT_GE(a_tx.size(), 2u);
+  EXPECT_EQ(a_tx[0].second, 24u);
+  EXPECT_NE(a_tx[0].first, QpState::kRts);  // emitted while setting up
+  for (size_t i = 1; i < a_tx.size(); ++i) EXPECT_EQ(a_tx[i].first, QpState::kRts) << i;
+  // b: the Reply is emitted before the state moves on; nothing else before the RTR.
+  ASSERT_GE(b_tx.size(), 2u);
+  EXPECT_EQ(b_tx[0].second, 24u);
+  EXPECT_NE(b_tx[0].first, QpState::kRts);
+  for (size_t i = 1; i < b_tx.size(); ++i) EXPECT_EQ(b_tx[i].first, QpState::kRts) << i;
+}
+
 TEST(QpSetup, NoMatchingRtrIsRejected) {
   QpOptions oa = Opts();
   oa.mpa.rtr_types = kRtrSend;
