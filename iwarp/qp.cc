@@ -220,7 +220,12 @@ struct Qp::Impl final : public mpa::UlpduSink {
   }
 
   // Everything outstanding ends with `status` (RFC 5040 6.? flush on close).
-  void FlushAll(WcStatus status) {
+  // Work already acknowledged completes normally first. With `failed` set,
+  // the oldest unfinished send work request (the one the peer's Terminate
+  // answers, RFC 5040 5.5 ordering) gets `failed_status` and the Terminate
+  // code; the rest gets `status`.
+  void FlushAll(WcStatus status, const rdmap::TerminateCode* failed = nullptr,
+                WcStatus failed_status = WcStatus::kFlushed) {
     if (qp.conn_.valid()) {
       tcp::TcpConnInfo info;
       if (qp.stack_.GetConnection(qp.conn_, &info)) CompleteSq(info.bytes_out);
@@ -230,6 +235,11 @@ struct Qp::Impl final : public mpa::UlpduSink {
       if (e.st != SqState::kDone) {
         e.st = SqState::kDone;
         e.status = status;
+        if (failed != nullptr) {
+          e.status = failed_status;
+          e.term = *failed;
+          failed = nullptr;
+        }
       }
     }
     CompleteSq(0);
@@ -302,7 +312,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
     term_len = n;
     qp.term_sent_ = code;
     ++qp.stats_.terminates_sent;
-    FlushAll(StatusForTerminate(code));
+    // The peer broke the stream: our own work did not fail, it is flushed.
+    FlushAll(WcStatus::kFlushed);
     term_pending = true;
     tx_allowed = true;
     qp.state_ = QpState::kTerminating;
@@ -693,7 +704,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         qp.term_received_ = code;
         ++qp.stats_.terminates_received;
         qp.state_ = QpState::kTerminating;
-        FlushAll(StatusForTerminate(code));
+        FlushAll(WcStatus::kFlushed, &code, StatusForTerminate(code));
         qp.observer_.OnTerminate(qp, code, false);
         if (!fin_sent && qp.conn_.valid()) {
           qp.stack_.Shutdown(qp.conn_, now_us);

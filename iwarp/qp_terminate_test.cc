@@ -189,7 +189,7 @@ TEST_F(QpMalicious, MessageTooLong) {
   EXPECT_EQ(p_->b.qp->stats().bytes_placed, 0u);
   // The receive is flushed with the error, never completed as data.
   ASSERT_EQ(p_->b.cqes.size(), 1u);
-  EXPECT_NE(p_->b.cqes[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(p_->b.cqes[0].status, WcStatus::kFlushed);
 }
 
 TEST_F(QpMalicious, WrongDdpVersionTagged) {
@@ -286,6 +286,35 @@ TEST_F(QpMalicious, SendWithInvalidateRevokesTheStag) {
                                     kBase}),
             PostStatus::kOk);
   ExpectTerminate(1, 1, 0x00);
+  ASSERT_EQ(p.a.cqes.size(), 2u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+  // RFC 5040: an RDMA Write has no remote acknowledgement; it completed at
+  // the data source once TCP acknowledged it, which the segment carrying the
+  // Terminate did before a's engine read the Terminate.
+  EXPECT_EQ(p.a.cqes[1].wr_id, 10u);
+  EXPECT_EQ(p.a.cqes[1].status, WcStatus::kSuccess);
+}
+
+TEST_F(QpMalicious, ReadOfUnknownSourceFailsWithTheTerminateCode) {
+  Pair& p = *p_;
+  const uint32_t sink = p.a.mem.Register(64, ddp::kAccessAll);
+  const uint32_t s = p.a.mem.Register(8, 0);
+  const uint32_t w = p.b.mem.Register(8, ddp::kAccessRemoteWrite);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaRead, LocalSge{sink, kBase, 64},
+                                    v_.rsrc ^ 0x04, 0x100000}),
+            PostStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{2, WrOpcode::kRdmaWrite, LocalSge{s, kBase, 8}, w, kBase}),
+            PostStatus::kOk);
+  ExpectTerminate(0, 1, 0x00);  // RDMAP remote protection: invalid STag
+  ASSERT_EQ(p.a.cqes.size(), 2u);
+  EXPECT_EQ(p.a.cqes[0].wr_id, 1u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kRemoteAccess);
+  EXPECT_EQ(p.a.cqes[0].term, (rdmap::TerminateCode{0, 1, 0x00}));
+  // Completions stay in posting order: the Write behind the failed Read
+  // reports after it.
+  EXPECT_EQ(p.a.cqes[1].wr_id, 2u);
+  EXPECT_EQ(std::vector<uint8_t>(p.a.mem.Bytes(sink).begin(), p.a.mem.Bytes(sink).end()),
+            std::vector<uint8_t>(64, 0));
 }
 
 TEST_F(QpMalicious, CorruptedPayloadWithGoodTcpChecksumIsCaughtByCrc) {
@@ -324,9 +353,10 @@ TEST_F(QpMalicious, CorruptedPayloadWithGoodTcpChecksumIsCaughtByCrc) {
   while (placed < n && got[placed] == pat[placed]) ++placed;
   EXPECT_LT(placed, n);
   for (size_t i = placed; i < n; ++i) ASSERT_EQ(got[i], 0) << i;
-  // The Write completes with an error on a (flushed by the Terminate).
-  ASSERT_FALSE(p.a.cqes.empty());
-  EXPECT_NE(p.a.cqes[0].status, WcStatus::kSuccess);
+  // The Write the Terminate answers fails on a with the Terminate's code.
+  ASSERT_EQ(p.a.cqes.size(), 1u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kRemoteOperation);
+  EXPECT_EQ(p.a.cqes[0].term, (rdmap::TerminateCode{2, 0, 0x02}));
 }
 
 }  // namespace
