@@ -23,9 +23,6 @@ namespace iwarp::engine {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using tcp::testing::kIpA;
-using tcp::testing::kIpB;
-using tcp::testing::RingLink;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -37,56 +34,26 @@ uint64_t NowUs() {
           .count());
 }
 
-class NullObserver final : public QpObserver {
- public:
-  void OnEstablished(Qp&, ByteSpan) override { established = true; }
-  bool established = false;
-};
-
 constexpr size_t kTotal = 64u << 20;
 constexpr uint32_t kMsg = 1u << 20;
 
 struct Bench {
-  explicit Bench(bool crc, bool markers) : isn(tcp::testing::TestIsn()) {
-    tcp::TcpOptions t;
-    t.max_connections = 4;
-    t.send_buffer_bytes = 1024 * 1024;
-    t.receive_buffer_bytes = 1024 * 1024;
-    t.delayed_ack_us = 200;
-    const uint32_t ip_a[] = {kIpA};
-    const uint32_t ip_b[] = {kIpB};
-    const uint64_t now = NowUs();
-    a = *tcp::TcpStack::Create(t, ip_a, link.to_b, isn, now);
-    b = *tcp::TcpStack::Create(t, ip_b, link.to_a, isn, now);
+  Bench(bool crc, bool markers) : pair(Options(crc, markers), NowUs()) {
+    src = pair.ma.Register(kMsg, 0);
+    sink = pair.mb.Register(kMsg, ddp::kAccessRemoteWrite);
+    std::memset(pair.ma.Bytes(src).data(), 0x5A, kMsg);
+  }
+  static QpOptions Options(bool crc, bool markers) {
     QpOptions o;
     o.mpa.crc = crc;
     o.mpa.want_markers = markers;
     o.sq_depth = 32;
-    qa = *Qp::Create(o, *a, ma, oa);
-    qb = *Qp::Create(o, *b, mb, ob);
-    listener = std::make_unique<Listener>(*b, 1);
-    (void)listener->Listen(4791);
-    listener->AddQp(qb.get());
-    src = ma.Register(kMsg, 0);
-    sink = mb.Register(kMsg, ddp::kAccessRemoteWrite);
-    std::memset(ma.Bytes(src).data(), 0x5A, kMsg);
+    return o;
   }
-  void Step() {
-    const uint64_t now = NowUs();
-    link.Deliver(1, *b, now);
-    link.Deliver(0, *a, now);
-    a->RunTimers(now);
-    b->RunTimers(now);
-    qa->Poll(now);
-    qb->Poll(now);
-  }
-  bool Connect() {
-    if (!qa->Connect(kIpA, kIpB, 4791, {}, NowUs()).ok()) return false;
-    for (int i = 0; i < 100000 && !(oa.established && ob.established); ++i) Step();
-    return oa.established && ob.established;
-  }
+  bool Connect() { return pair.Connect(NowUs); }
   // Returns seconds for kTotal bytes of Writes, or < 0 on failure.
   double Run() {
+    Qp& qa = *pair.qa;
     const size_t msgs = kTotal / kMsg;
     size_t posted = 0, done = 0;
     Completion c[32];
@@ -94,30 +61,23 @@ struct Bench {
     while (done < msgs) {
       while (posted < msgs && posted - done < 16) {
         SendWr wr{posted, WrOpcode::kRdmaWrite, LocalSge{src, 0x10000, kMsg}, sink, 0x10000};
-        if (qa->PostSend(wr) != PostStatus::kOk) break;
+        if (qa.PostSend(wr) != PostStatus::kOk) break;
         ++posted;
       }
-      Step();
-      const size_t n = qa->PollCompletions(std::span<Completion>(c));
+      pair.Step(NowUs());
+      const size_t n = qa.PollCompletions(std::span<Completion>(c));
       for (size_t i = 0; i < n; ++i) {
         if (c[i].status != WcStatus::kSuccess) return -1;
       }
       done += n;
-      if (qa->state() != QpState::kRts) return -1;
+      if (qa.state() != QpState::kRts) return -1;
     }
     const double s = Seconds(t0, Clock::now());
-    if (mb.Bytes(sink)[kMsg / 2] != 0x5A) return -1;
+    if (pair.mb.Bytes(sink)[kMsg / 2] != 0x5A) return -1;
     return s;
   }
 
-  RingLink link;
-  tcp::IsnGenerator isn;
-  testing::TestMemory ma, mb;
-  NullObserver oa, ob;
-  // Destroyed in reverse: the stacks first, while their users exist.
-  std::unique_ptr<Qp> qa, qb;
-  std::unique_ptr<Listener> listener;
-  std::unique_ptr<tcp::TcpStack> a, b;
+  testing::RingPair pair;
   uint32_t src = 0, sink = 0;
 };
 
@@ -158,9 +118,9 @@ int RunAll() {
     std::printf("write_bw %-12s 64 MiB in 1 MiB Writes: iwarp %8.1f MB/s   memcpy baseline %8.1f MB/s"
                 "   ratio %.3f   fpdus %llu segments %llu rtx %llu\n",
                 k.name, mbs, base_mbs, mbs / base_mbs,
-                static_cast<unsigned long long>(bench.qa->stats().fpdus_out),
-                static_cast<unsigned long long>(bench.a->stats().segments_out),
-                static_cast<unsigned long long>(bench.a->stats().retransmitted_segments));
+                static_cast<unsigned long long>(bench.pair.qa->stats().fpdus_out),
+                static_cast<unsigned long long>(bench.pair.a->stats().segments_out),
+                static_cast<unsigned long long>(bench.pair.a->stats().retransmitted_segments));
   }
   return rc;
 }

@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     idle = n == 0 ? idle + 1 : 0;
     p.RunUntil([] { return false; }, 200);
   }
-  p.RunUntil([] { return false; }, 500'000);
+  p.RunUntil([] { return false; }, 100'000);
 
   if (std::getenv("QP_RX_FUZZ_VERBOSE") != nullptr) {
     std::fprintf(stderr, "stream %zu placed %llu fpdus_in %llu term_sent %s state %s\n",

@@ -197,6 +197,51 @@ class Pair {
   std::unique_ptr<Listener> listener;
 };
 
+// Two engines over two stacks joined by tcp_lite's preallocated packet ring
+// (no allocation per packet), driven on a caller-supplied clock: for the
+// benchmark and the allocation test.
+class RingPair {
+ public:
+  RingPair(const QpOptions& o, uint64_t now_us) : isn(tcp::testing::TestIsn()) {
+    tcp::TcpOptions t;
+    t.max_connections = 4;
+    t.send_buffer_bytes = 1024 * 1024;
+    t.receive_buffer_bytes = 1024 * 1024;
+    const uint32_t ip_a[] = {tcp::testing::kIpA};
+    const uint32_t ip_b[] = {tcp::testing::kIpB};
+    a = *tcp::TcpStack::Create(t, ip_a, link.to_b, isn, now_us);
+    b = *tcp::TcpStack::Create(t, ip_b, link.to_a, isn, now_us);
+    qa = *Qp::Create(o, *a, ma, oa);
+    qb = *Qp::Create(o, *b, mb, ob);
+    listener = std::make_unique<Listener>(*b, 1);
+    (void)listener->Listen(kPort);
+    listener->AddQp(qb.get());
+  }
+  void Step(uint64_t now_us) {
+    link.Deliver(1, *b, now_us);
+    link.Deliver(0, *a, now_us);
+    a->RunTimers(now_us);
+    b->RunTimers(now_us);
+    qa->Poll(now_us);
+    qb->Poll(now_us);
+  }
+  template <typename Clock>
+  bool Connect(Clock&& now) {
+    if (!qa->Connect(tcp::testing::kIpA, tcp::testing::kIpB, kPort, {}, now()).ok()) return false;
+    for (int i = 0; i < 100000 && !(oa.established && ob.established); ++i) Step(now());
+    return oa.established && ob.established;
+  }
+
+  tcp::testing::RingLink link;
+  tcp::IsnGenerator isn;
+  TestMemory ma, mb;
+  RecordingObserver oa, ob;
+  // Destroyed in reverse: the stacks first, while their users exist.
+  std::unique_ptr<Qp> qa, qb;
+  std::unique_ptr<Listener> listener;
+  std::unique_ptr<tcp::TcpStack> a, b;
+};
+
 }  // namespace iwarp::engine::testing
 
 #endif  // IWARPD_IWARP_QP_TEST_UTIL_H_
