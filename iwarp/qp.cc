@@ -139,7 +139,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // Full Operation.
   std::optional<mpa::FpduDecoder> decoder;
   mpa::FpduConfig tx_cfg;
-  uint32_t mulpdu = 0;
+  uint32_t mulpdu = 0;  // worst case with Markers (RFC 5044 4.5)
+  uint32_t emss = 0;
   uint64_t tx_off = 0;  // stream offset of the next byte we send
   bool tx_allowed = false;
   bool rtr_pending = false;
@@ -289,8 +290,9 @@ struct Qp::Impl final : public mpa::UlpduSink {
     decoder.emplace(rx_cfg, Seq32(static_cast<uint32_t>(rx_origin)), mpa::kMaxUlpduLength);
     tx_cfg = mpa::FpduConfig{qp.neg_.tx_markers, qp.neg_.crc,
                              Seq32(static_cast<uint32_t>(tx_origin))};
-    const uint32_t emss = qp.stack_.Emss(qp.conn_);
-    mulpdu = mpa::Mulpdu(emss == 0 ? 536 : emss, qp.neg_.tx_markers);
+    const uint32_t emss_now = qp.stack_.Emss(qp.conn_);
+    emss = emss_now == 0 ? 536 : emss_now;
+    mulpdu = mpa::Mulpdu(emss, qp.neg_.tx_markers);
   }
 
   // Queues a Terminate (RFC 5040 Terminate message on QN 2) reporting `code`;
@@ -461,6 +463,18 @@ struct Qp::Impl final : public mpa::UlpduSink {
     seg.reset();
   }
 
+  // RFC 5044 4.5 with Markers: the largest ULPDU whose FPDU, with the
+  // Markers that fall into it at the current stream position, fills the
+  // EMSS exactly. The worst-case MULPDU leaves segments short of the MSS,
+  // and short segments do not trigger the receiver's every-second-segment
+  // ACK (RFC 5681 4.2), which throttles the stream to the delayed-ACK timer.
+  uint32_t MarkerMulpdu() const {
+    uint32_t m = mpa::Mulpdu(emss, false);
+    const Seq32 at(static_cast<uint32_t>(tx_off));
+    while (m > mulpdu && mpa::FpduWireSize(m, at, tx_cfg) > emss) --m;
+    return m;
+  }
+
   // Frames and hands FPDUs to TCP until nothing is left or TCP is full.
   void Pump() {
     if (!tx_allowed || !qp.conn_.valid()) return;
@@ -480,6 +494,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         if (!qp.conn_.valid()) return;
       }
       if (cur == TxKind::kNone && !StartNext()) break;
+      if (tx_cfg.markers) seg->SetMulpdu(MarkerMulpdu());
       uint8_t hdr[ddp::kMaxHeaderSize];
       ddp::SegmentDesc d;
       if (!seg->Next(MutableByteSpan(hdr), &d)) {
@@ -1034,7 +1049,10 @@ void Qp::Poll(uint64_t now_us) {
     m.FailSetup(ConnectError::kTimeout, true);
     return;
   }
-  if (conn_.valid() && m.sq_count > 0) {
+  // Only a Send or Write waiting for its acknowledgement at the head of the
+  // queue needs the stack's acknowledged offset.
+  if (conn_.valid() && m.sq_count > 0 &&
+      (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
     tcp::TcpConnInfo info;
     if (stack_.GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
   }

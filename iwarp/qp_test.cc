@@ -322,20 +322,34 @@ TEST(QpData, ImpairedLinkDeliversIdenticalData) {
   EXPECT_GT(p.link.reordered, 0u);
 }
 
-TEST(QpData, FpdusAreSizedToTheEmss) {
-  Pair p(Opts(), Opts());
-  ASSERT_TRUE(p.Establish());
-  const uint32_t emss = p.a.stack->Emss(p.a.qp->conn());
-  size_t max_payload = 0, segments = 0;
-  p.a.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
-    max_payload = std::max(max_payload, b.size() - hl);
-    ++segments;
-  };
-  RunTransfers(p, 200000);
-  EXPECT_GT(segments, 200000u / emss);
-  EXPECT_LE(max_payload, emss);
-  // One FPDU per full segment: FPDUs out ~ bytes / MULPDU.
-  EXPECT_GE(p.a.qp->stats().fpdus_out, 2 * 200000u / emss);
+// RFC 5044 4.5 / INTEROP.md: one FPDU per segment, filling the EMSS, with
+// and without Markers (full-sized segments also keep the peer's
+// every-second-segment ACKs coming).
+TEST(QpData, FpdusFillTheEmss) {
+  for (bool markers : {false, true}) {
+    QpOptions o = Opts();
+    o.mpa.want_markers = markers;
+    Pair p(o, o);
+    ASSERT_TRUE(p.Establish());
+    const uint32_t emss = p.a.stack->Emss(p.a.qp->conn());
+    size_t max_payload = 0, full = 0, data_segments = 0;
+    p.a.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
+      const size_t n = b.size() - hl;
+      if (n == 0) return;
+      max_payload = std::max(max_payload, n);
+      ++data_segments;
+      if (n == emss) ++full;
+    };
+    const uint64_t fpdus_before = p.a.qp->stats().fpdus_out;
+    RunTransfers(p, 200000);
+    EXPECT_LE(max_payload, emss) << markers;
+    // Send + Write + Read Request: 2 x 200000 bytes leave a; all but each
+    // message's last segment are full.
+    EXPECT_GE(full, 2 * 200000u / emss - 2) << markers;
+    // No FPDU spans segments (a small FPDU may share a segment with the tail
+    // of the one before it).
+    EXPECT_LE(data_segments, p.a.qp->stats().fpdus_out - fpdus_before) << markers;
+  }
 }
 
 TEST(QpTeardown, GracefulCloseCompletesThenFlushesReceives) {
