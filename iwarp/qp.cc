@@ -220,7 +220,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     }
   }
 
-  // Everything outstanding ends with `status` (RFC 5040 6.? flush on close).
+  // Everything outstanding ends with `status` (flush on close or Terminate).
   // Work already acknowledged completes normally first. With `failed` set,
   // the oldest unfinished send work request (the one the peer's Terminate
   // answers, RFC 5040 5.5 ordering) gets `failed_status` and the Terminate

@@ -15,6 +15,24 @@
 // called from another thread. The owner calls Poll(now) every loop iteration
 // (MPA timeouts, acknowledgement-driven completions, transmit resumption).
 //
+// Interoperability decisions (INTEROP.md; tests in qp_test.cc pin them):
+//  - MPA: Rev 1 and 2 accepted, the Reply uses the initiator's revision; C is
+//    honoured from either side; Markers are sent when the peer's M asks and
+//    requested only when MpaParams::want_markers is set (siw rejects M=1).
+//  - RFC 6581: the responder echoes A, picks one offered RTR type (Write,
+//    then Read, then Send) and answers "none supported" with a Reject Reply
+//    (ConnectError::kNoMatchingRtr); the initiator answers a Reply without a
+//    usable RTR type, or an ORD above our IRD, with an LLP Terminate (0x07,
+//    0x06). Our ORD is clamped to the peer's IRD (siw behaviour). RTR frames
+//    use STag 1, TO 0, length 0.
+//  - Private data: 256 bytes accepted by default (max_private_data).
+//  - Inbound Read Requests beyond our IRD find no Read Request "buffer" on
+//    QN 1 and are answered with DDP untagged "no buffer" (RFC 5041 7.2).
+//  - The iwpmd port mapper (UDP 3935) is not the engine's business: it only
+//    ever sees TCP; the data plane decides whether to answer mapper queries.
+//  - Transmit copies each FPDU once (CRC computed during the copy) into the
+//    TCP send buffer with SendRecord; SendZeroCopy is not used yet.
+//
 // Allocation: Create() allocates every queue and the transmit scratch; the
 // FPDU receive decoder's reassembly buffer is allocated when Full Operation
 // starts (connection setup, control path). After that nothing allocates.
@@ -282,7 +300,8 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   // Writes, transmission resumed.
   void Poll(uint64_t now_us);
 
-  // Graceful close (RFC 5040 6.?): queued work is sent, then TCP FIN.
+  // Graceful close: queued work is sent, then TCP FIN; receives still
+  // posted are flushed when the connection is gone.
   void Close(uint64_t now_us);
   // Abortive close: TCP RST, outstanding work flushed.
   void Abort(uint64_t now_us);

@@ -352,6 +352,38 @@ TEST(QpData, FpdusFillTheEmss) {
   }
 }
 
+// RFC 6581: the initiator's ORD is clamped to the responder's IRD, and
+// Reads beyond it wait in the send queue instead of overrunning the peer
+// (which would answer with a Terminate).
+TEST(QpData, ReadsBeyondOrdWaitForAFreeSlot) {
+  QpOptions oa = Opts();
+  oa.mpa.ord = 16;
+  QpOptions ob = Opts();
+  ob.mpa.ird = 2;
+  Pair p(oa, ob);
+  ASSERT_TRUE(p.Establish());
+  EXPECT_EQ(p.a.qp->negotiated().ord, 2);
+  constexpr uint32_t kLen = 64 * 1024;
+  const std::vector<uint8_t> pat = Pattern(kLen, 99);
+  const uint32_t src = p.b.mem.Register(kLen, ddp::kAccessRemoteRead);
+  std::copy(pat.begin(), pat.end(), p.b.mem.Bytes(src).begin());
+  std::vector<uint32_t> sinks;
+  for (uint64_t i = 0; i < 8; ++i) {
+    sinks.push_back(p.a.mem.Register(kLen, ddp::kAccessAll));
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{i, WrOpcode::kRdmaRead, LocalSge{sinks.back(), 0x10000, kLen},
+                                      src, 0x10000}),
+              PostStatus::kOk);
+  }
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() == 8; }, 10'000'000));
+  for (uint64_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(p.a.cqes[i].wr_id, i);
+    EXPECT_EQ(p.a.cqes[i].status, WcStatus::kSuccess);
+    EXPECT_TRUE(std::equal(pat.begin(), pat.end(), p.a.mem.Bytes(sinks[i]).begin())) << i;
+  }
+  EXPECT_EQ(p.b.qp->stats().terminates_sent, 0u);
+  EXPECT_EQ(p.b.qp->stats().read_responses_sent, 8u);
+}
+
 TEST(QpTeardown, GracefulCloseCompletesThenFlushesReceives) {
   Pair p(Opts(), Opts());
   ASSERT_TRUE(p.Establish());
