@@ -5,6 +5,7 @@
 #ifndef IWARPD_IWARP_QP_TEST_UTIL_H_
 #define IWARPD_IWARP_QP_TEST_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
