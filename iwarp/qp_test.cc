@@ -218,6 +218,68 @@ TEST(QpSetup, ResponderTimesOutWithoutRequest) {
   EXPECT_EQ(p.b.obs.failed, ConnectError::kTimeout);
 }
 
+// A raw initiator: on connect it writes `bytes` (an MPA Request, maybe with
+// more after it) and then stays silent.
+class RawInitiator : public tcp::TcpUser {
+ public:
+  RawInitiator(tcp::TcpStack& s, std::vector<uint8_t> b) : stack(s), bytes(std::move(b)) {}
+  void OnConnected(tcp::ConnId c) override {
+    stack.Send(c, ByteSpan(bytes), 0);
+  }
+  size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override {
+    received.insert(received.end(), d.begin(), d.end());
+    return d.size();
+  }
+  tcp::TcpStack& stack;
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> received;
+};
+
+std::vector<uint8_t> RequestBytes(bool write_rtr) {
+  mpa::StartupFrame f;
+  f.type = mpa::FrameType::kRequest;
+  f.crc = true;
+  f.revision = 2;
+  mpa::IrdOrd io;
+  io.ird = 8;
+  io.ord = 8;
+  io.peer_to_peer = true;
+  io.write_rtr = write_rtr;
+  f.ird_ord = io;
+  std::vector<uint8_t> b(mpa::StartupFrameSize(f));
+  mpa::EncodeStartupFrame(f, MutableByteSpan(b));
+  return b;
+}
+
+TEST(QpSetup, ResponderTimesOutWithoutRtr) {
+  Pair p(Opts(), Opts());
+  RawInitiator raw(*p.a.stack, RequestBytes(true));
+  ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, raw, 0,
+                                 p.link.now)
+                  .ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.qp->state() == QpState::kAwaitRtr; }, 1'000'000));
+  p.RunUntil([] { return false; }, 100'000);
+  EXPECT_EQ(raw.received.size(), 24u);  // the Reply, and nothing after it
+  EXPECT_EQ(std::string(raw.received.begin(), raw.received.begin() + 16), "MPA ID Rep Frame");
+  ASSERT_FALSE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 9'000'000));
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 2'000'000));
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kTimeout);
+}
+
+TEST(QpSetup, BytesAfterTheRequestAreAProtocolError) {
+  Pair p(Opts(), Opts());
+  std::vector<uint8_t> b = RequestBytes(true);
+  b.insert(b.end(), {0, 0, 0, 0});  // an initiator may not send before the Reply
+  RawInitiator raw(*p.a.stack, b);
+  ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, raw, 0,
+                                 p.link.now)
+                  .ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 1'000'000));
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kInvalidStartupFrame);
+  EXPECT_EQ(p.b.obs.requests, 0);
+  EXPECT_TRUE(raw.received.empty());  // no Reply
+}
+
 // ---------------------------------------------------------------- data
 
 struct DataCase {
