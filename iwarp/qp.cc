@@ -1,0 +1,1243 @@
+#include "iwarp/qp.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace iwarp::engine {
+
+namespace {
+
+// Largest FPDU we ever build: a whole maximum ULPDU with its worst-case
+// Markers (RFC 5044 3, 4.3).
+constexpr size_t kTxScratchSize =
+    mpa::FpduSizeWithoutMarkers(mpa::kMaxUlpduLength) +
+    mpa::kMarkerSize * (mpa::kMaxUlpduLength / mpa::kMarkerInterval + 3);
+constexpr size_t kHandshakeBufSize = mpa::kStartupHeaderSize + mpa::kMaxPrivateDataLength;
+// RFC 6581: RTR frames carry a non-zero STag (siw uses 1; cxgb4 rejects 0).
+constexpr uint32_t kRtrStag = 1;
+// MPA error as a Terminate code point: Layer LLP, EType 0 (MPA), the RFC 5044
+// section 8 / RFC 6581 error code.
+rdmap::TerminateCode LlpCode(mpa::MpaError e) {
+  return rdmap::TerminateCode{rdmap::kLayerLlp, 0, static_cast<uint8_t>(e)};
+}
+
+WcStatus StatusForTerminate(const rdmap::TerminateCode& c) {
+  if (c.layer == rdmap::kLayerRdmap && c.etype == rdmap::kEtypeRemoteProtection) {
+    return WcStatus::kRemoteAccess;
+  }
+  if (c.layer == rdmap::kLayerDdp && c.etype == ddp::kEtypeTaggedBuffer) return WcStatus::kRemoteAccess;
+  if (c.layer == rdmap::kLayerDdp && c.etype == ddp::kEtypeUntaggedBuffer) {
+    return WcStatus::kRemoteInvalidRequest;
+  }
+  return WcStatus::kRemoteOperation;
+}
+
+}  // namespace
+
+std::string_view WcStatusName(WcStatus s) {
+  switch (s) {
+    case WcStatus::kSuccess: return "success";
+    case WcStatus::kLocalLength: return "local_length";
+    case WcStatus::kLocalProtection: return "local_protection";
+    case WcStatus::kLocalQpOperation: return "local_qp_operation";
+    case WcStatus::kFlushed: return "flushed";
+    case WcStatus::kRemoteAccess: return "remote_access";
+    case WcStatus::kRemoteInvalidRequest: return "remote_invalid_request";
+    case WcStatus::kRemoteOperation: return "remote_operation";
+    case WcStatus::kFatal: return "fatal";
+  }
+  return "invalid";
+}
+
+std::string_view QpStateName(QpState s) {
+  switch (s) {
+    case QpState::kIdle: return "IDLE";
+    case QpState::kTcpConnecting: return "TCP_CONNECTING";
+    case QpState::kAwaitRequest: return "AWAIT_REQUEST";
+    case QpState::kAwaitReply: return "AWAIT_REPLY";
+    case QpState::kAwaitRtr: return "AWAIT_RTR";
+    case QpState::kRts: return "RTS";
+    case QpState::kClosing: return "CLOSING";
+    case QpState::kTerminating: return "TERMINATING";
+    case QpState::kError: return "ERROR";
+  }
+  return "invalid";
+}
+
+std::string_view ConnectErrorName(ConnectError e) {
+  switch (e) {
+    case ConnectError::kNone: return "none";
+    case ConnectError::kTcpFailed: return "tcp_failed";
+    case ConnectError::kTimeout: return "timeout";
+    case ConnectError::kRejected: return "rejected";
+    case ConnectError::kRejectedLocally: return "rejected_locally";
+    case ConnectError::kInvalidStartupFrame: return "invalid_startup_frame";
+    case ConnectError::kNoMatchingRtr: return "no_matching_rtr";
+    case ConnectError::kInsufficientIrd: return "insufficient_ird";
+  }
+  return "invalid";
+}
+
+// ---------------------------------------------------------------- Impl
+
+struct Qp::Impl final : public mpa::UlpduSink {
+  enum class SqState : uint8_t { kQueued, kSending, kSent, kReadOutstanding, kDone };
+  struct SqEntry {
+    SendWr wr;
+    SqState st = SqState::kQueued;
+    WcStatus status = WcStatus::kSuccess;
+    rdmap::TerminateCode term;
+    uint64_t end_offset = 0;  // stream offset after its last FPDU
+  };
+  struct RqEntry {
+    RecvWr wr;
+    ddp::UntaggedBuffer ub;
+    bool done = false;
+    uint32_t byte_len = 0;
+    uint8_t flags = 0;
+    uint32_t invalidated_stag = 0;
+  };
+  struct ReadResp {
+    uint32_t sink_stag = 0;
+    uint64_t sink_to = 0;
+    ByteSpan src;
+  };
+  struct OutRead {
+    bool rtr = false;
+    uint32_t sq_index = 0;
+    uint32_t sink_stag = 0;
+    uint64_t sink_to = 0;
+    uint32_t length = 0;
+    uint64_t placed = 0;
+  };
+  enum class TxKind : uint8_t { kNone, kTerminate, kRtr, kReadResponse, kSq };
+
+  Qp& qp;
+  // Queues, allocated once.
+  std::unique_ptr<SqEntry[]> sq;
+  uint32_t sq_head = 0, sq_count = 0, sq_next = 0;  // sq_next: entries already started
+  std::unique_ptr<RqEntry[]> rq;
+  uint32_t rq_head = 0, rq_count = 0;
+  std::unique_ptr<Completion[]> cq;
+  uint32_t cq_head = 0, cq_count = 0;
+  std::unique_ptr<ReadResp[]> rresp;
+  uint32_t rresp_cap = 0, rresp_head = 0, rresp_count = 0;
+  std::unique_ptr<OutRead[]> oreads;
+  uint32_t oreads_cap = 0, oreads_head = 0, oreads_count = 0;
+  std::unique_ptr<uint8_t[]> scratch;
+  size_t scratch_pending = 0;  // encoded FPDU not yet taken by TcpStack
+
+  // Handshake.
+  uint8_t hs_buf[kHandshakeBufSize] = {};
+  size_t hs_len = 0;
+  uint8_t local_pd[mpa::kMaxPrivateDataLength] = {};
+  size_t local_pd_len = 0;
+  uint64_t deadline_us = 0;  // 0: none armed
+  bool deadline_pending = false;  // arm at the next Poll (no clock in callbacks)
+  uint64_t now_us = 0;
+
+  // Full Operation.
+  std::optional<mpa::FpduDecoder> decoder;
+  mpa::FpduConfig tx_cfg;
+  uint32_t mulpdu = 0;  // worst case with Markers (RFC 5044 4.5)
+  uint32_t emss = 0;
+  uint64_t tx_off = 0;  // stream offset of the next byte we send
+  bool tx_allowed = false;
+  bool rtr_pending = false;
+  bool fin_sent = false;
+  Seq32 send_msn{1}, rreq_msn{1}, term_msn{1};           // outbound, per queue
+  Seq32 rq_msn{1}, rreq_in_msn{1}, term_in_msn{1};       // inbound, per queue
+
+  // Current outbound message.
+  TxKind cur = TxKind::kNone;
+  std::optional<ddp::Segmenter> seg;
+  ByteSpan cur_payload;
+  uint32_t cur_sq = 0;
+  bool cur_last_sent = false;
+  uint8_t small_payload[rdmap::kMaxTerminateSize] = {};
+  uint8_t term_buf[rdmap::kMaxTerminateSize] = {};
+  size_t term_len = 0;
+  bool term_pending = false;
+
+  ddp::UntaggedBuffer rreq_buf{0, rdmap::kReadRequestSize};
+  ddp::UntaggedBuffer term_in_buf{0, rdmap::kMaxTerminateSize};
+
+  explicit Impl(Qp& q) : qp(q) {}
+
+  // ---- completions
+  void PushCompletion(const Completion& c) {
+    if (cq_count == qp.options_.cq_depth) {
+      ++qp.stats_.cq_overflow;
+      return;
+    }
+    cq[(cq_head + cq_count) % qp.options_.cq_depth] = c;
+    ++cq_count;
+  }
+
+  static WcOpcode WcFor(WrOpcode op) {
+    switch (op) {
+      case WrOpcode::kRdmaWrite: return WcOpcode::kRdmaWrite;
+      case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+      default: return WcOpcode::kSend;
+    }
+  }
+
+  // RFC 5040 5.5: completions in posting order. Sends and Writes complete
+  // once TCP acknowledged their last byte; Reads once the Response is placed.
+  void CompleteSq(uint64_t acked) {
+    while (sq_count > 0) {
+      SqEntry& e = sq[sq_head];
+      const bool ready = e.st == SqState::kDone || (e.st == SqState::kSent && e.end_offset <= acked);
+      if (!ready) break;
+      Completion c;
+      c.wr_id = e.wr.wr_id;
+      c.opcode = WcFor(e.wr.opcode);
+      c.status = e.status;
+      c.byte_len = e.wr.local.length;
+      c.term = e.term;
+      PushCompletion(c);
+      sq_head = (sq_head + 1) % qp.options_.sq_depth;
+      --sq_count;
+      if (sq_next > 0) --sq_next;
+      if (cur == TxKind::kSq && cur_sq > 0) --cur_sq;
+    }
+  }
+
+  void CompleteRq() {
+    while (rq_count > 0 && rq[rq_head].done) {
+      RqEntry& e = rq[rq_head];
+      Completion c;
+      c.wr_id = e.wr.wr_id;
+      c.opcode = WcOpcode::kRecv;
+      c.byte_len = e.byte_len;
+      c.flags = e.flags;
+      c.invalidated_stag = e.invalidated_stag;
+      PushCompletion(c);
+      e = RqEntry{};
+      rq_head = (rq_head + 1) % qp.options_.rq_depth;
+      --rq_count;
+      rq_msn += 1;
+    }
+  }
+
+  // Everything outstanding ends with `status` (flush on close or Terminate).
+  // Work already acknowledged completes normally first. With `failed` set,
+  // the oldest unfinished send work request (the one the peer's Terminate
+  // answers, RFC 5040 5.5 ordering) gets `failed_status` and the Terminate
+  // code; the rest gets `status`.
+  void FlushAll(WcStatus status, const rdmap::TerminateCode* failed = nullptr,
+                WcStatus failed_status = WcStatus::kFlushed) {
+    if (qp.conn_.valid()) {
+      tcp::TcpConnInfo info;
+      if (qp.stack_.GetConnection(qp.conn_, &info)) CompleteSq(info.bytes_out);
+    }
+    for (uint32_t i = 0; i < sq_count; ++i) {
+      SqEntry& e = sq[(sq_head + i) % qp.options_.sq_depth];
+      if (e.st != SqState::kDone) {
+        e.st = SqState::kDone;
+        e.status = status;
+        if (failed != nullptr) {
+          e.status = failed_status;
+          e.term = *failed;
+          failed = nullptr;
+        }
+      }
+    }
+    CompleteSq(0);
+    for (uint32_t i = 0; i < rq_count; ++i) {
+      RqEntry& e = rq[(rq_head + i) % qp.options_.rq_depth];
+      Completion c;
+      c.wr_id = e.wr.wr_id;
+      c.opcode = WcOpcode::kRecv;
+      c.status = e.done ? WcStatus::kSuccess : status;
+      c.byte_len = e.done ? e.byte_len : 0;
+      PushCompletion(c);
+    }
+    rq_count = 0;
+    rresp_count = 0;
+    oreads_count = 0;
+    cur = TxKind::kNone;
+    seg.reset();
+    scratch_pending = 0;
+    sq_next = 0;
+  }
+
+  // ---- local memory
+  // The bytes of a local SGE, or empty with *status set.
+  MutableByteSpan ResolveLocal(const LocalSge& sge, uint8_t need_access, WcStatus* status) {
+    if (sge.length == 0) return MutableByteSpan();
+    const ddp::TaggedRegion* r = qp.memory_.stags().Find(sge.stag);
+    const ddp::StreamIdentity id{qp.options_.pd, qp.options_.stream_id};
+    if (ddp::CheckRegion(r, sge.stag, sge.to, sge.length, id) != ddp::DdpError::kNone ||
+        (r->access & need_access) != need_access) {
+      *status = WcStatus::kLocalProtection;
+      return MutableByteSpan();
+    }
+    MutableByteSpan mem = qp.memory_.Resolve(r->handle);
+    const uint64_t off = sge.to - r->base_to;
+    if (mem.size() < off + sge.length) {
+      *status = WcStatus::kLocalProtection;
+      ++qp.stats_.local_errors;
+      return MutableByteSpan();
+    }
+    return mem.subspan(off, sge.length);
+  }
+
+  // ---- transmit
+  void StartFullOperation(uint64_t rx_origin, uint64_t tx_origin) {
+    const mpa::FpduConfig rx_cfg{qp.neg_.rx_markers, qp.neg_.crc,
+                                 Seq32(static_cast<uint32_t>(rx_origin))};
+    decoder.emplace(rx_cfg, Seq32(static_cast<uint32_t>(rx_origin)), mpa::kMaxUlpduLength);
+    tx_cfg = mpa::FpduConfig{qp.neg_.tx_markers, qp.neg_.crc,
+                             Seq32(static_cast<uint32_t>(tx_origin))};
+    const uint32_t emss_now = qp.stack_.Emss(qp.conn_);
+    emss = emss_now == 0 ? 536 : emss_now;
+    mulpdu = mpa::Mulpdu(emss, qp.neg_.tx_markers);
+  }
+
+  // Queues a Terminate (RFC 5040 Terminate message on QN 2) reporting `code`;
+  // `v`/`segment` (optional) supply the offending headers. Ends all work.
+  void SendTerminate(const rdmap::TerminateCode& code, const rdmap::SegmentVerdict* v,
+                     ByteSpan segment) {
+    if (qp.state_ == QpState::kTerminating || qp.state_ == QpState::kError) return;
+    size_t n = 0;
+    if (v != nullptr) {
+      rdmap::SegmentVerdict vv = *v;
+      vv.error = code;
+      n = rdmap::BuildTerminate(vv, segment, MutableByteSpan(term_buf));
+    }
+    if (n == 0) {
+      rdmap::Terminate t;
+      t.code = code;
+      n = rdmap::EncodeTerminate(t, MutableByteSpan(term_buf));
+    }
+    term_len = n;
+    qp.term_sent_ = code;
+    ++qp.stats_.terminates_sent;
+    // The peer broke the stream: our own work did not fail, it is flushed.
+    FlushAll(WcStatus::kFlushed);
+    term_pending = true;
+    tx_allowed = true;
+    qp.state_ = QpState::kTerminating;
+    qp.observer_.OnTerminate(qp, code, true);
+    Pump();
+  }
+
+  // Picks the next outbound message. False when there is none (or the SQ is
+  // stalled on ORD).
+  bool StartNext() {
+    if (term_pending) {
+      term_pending = false;
+      seg.emplace(rdmap::TerminateMessage(term_msn, static_cast<uint32_t>(term_len)), mulpdu);
+      term_msn += 1;
+      cur_payload = ByteSpan(term_buf, term_len);
+      cur = TxKind::kTerminate;
+      return true;
+    }
+    if (qp.state_ == QpState::kTerminating || qp.state_ == QpState::kError) return false;
+    if (rtr_pending) {
+      rtr_pending = false;
+      cur = TxKind::kRtr;
+      cur_payload = ByteSpan();
+      if (qp.neg_.rtr == kRtrWrite) {
+        seg.emplace(rdmap::RdmaWriteMessage(kRtrStag, 0, 0), mulpdu);
+      } else if (qp.neg_.rtr == kRtrSend) {
+        seg.emplace(rdmap::SendMessage(rdmap::Opcode::kSend, send_msn, 0), mulpdu);
+        send_msn += 1;
+      } else {
+        // Read RTR: a zero-length Read Request consumes one ORD slot.
+        rdmap::ReadRequest rr;
+        rr.sink_stag = kRtrStag;
+        rdmap::EncodeReadRequest(rr, MutableByteSpan(small_payload));
+        cur_payload = ByteSpan(small_payload, rdmap::kReadRequestSize);
+        seg.emplace(rdmap::ReadRequestMessage(rreq_msn), mulpdu);
+        rreq_msn += 1;
+        OutRead& o = oreads[(oreads_head + oreads_count) % oreads_cap];
+        o = OutRead{};
+        o.rtr = true;
+        o.sink_stag = kRtrStag;
+        ++oreads_count;
+      }
+      return true;
+    }
+    if (rresp_count > 0) {
+      const ReadResp& r = rresp[rresp_head];
+      seg.emplace(rdmap::ReadResponseMessage(r.sink_stag, r.sink_to,
+                                             static_cast<uint32_t>(r.src.size())),
+                  mulpdu);
+      cur_payload = r.src;
+      // The IRD slot stays taken until the whole Response is handed to TCP
+      // (FinishMessage).
+      cur = TxKind::kReadResponse;
+      ++qp.stats_.read_responses_sent;
+      return true;
+    }
+    while (sq_next < sq_count) {
+      const uint32_t idx = (sq_head + sq_next) % qp.options_.sq_depth;
+      SqEntry& e = sq[idx];
+      const SendWr& wr = e.wr;
+      if (wr.opcode == WrOpcode::kRdmaRead) {
+        if (oreads_count >= qp.neg_.ord || oreads_count >= oreads_cap) return false;  // RFC 5040: ORD bound
+        WcStatus st = WcStatus::kSuccess;
+        (void)ResolveLocal(wr.local, ddp::kAccessRemoteWrite, &st);
+        if (st != WcStatus::kSuccess) {
+          e.st = SqState::kDone;
+          e.status = st;
+          ++sq_next;
+          continue;
+        }
+        rdmap::ReadRequest rr;
+        rr.sink_stag = wr.local.stag;
+        rr.sink_to = wr.local.to;
+        rr.read_size = wr.local.length;
+        rr.source_stag = wr.remote_stag;
+        rr.source_to = wr.remote_to;
+        rdmap::EncodeReadRequest(rr, MutableByteSpan(small_payload));
+        cur_payload = ByteSpan(small_payload, rdmap::kReadRequestSize);
+        seg.emplace(rdmap::ReadRequestMessage(rreq_msn), mulpdu);
+        rreq_msn += 1;
+        OutRead& o = oreads[(oreads_head + oreads_count) % oreads_cap];
+        o = OutRead{};
+        o.sq_index = idx;
+        o.sink_stag = wr.local.stag;
+        o.sink_to = wr.local.to;
+        o.length = wr.local.length;
+        ++oreads_count;
+      } else {
+        WcStatus st = WcStatus::kSuccess;
+        MutableByteSpan src = ResolveLocal(wr.local, 0, &st);
+        if (st != WcStatus::kSuccess) {
+          e.st = SqState::kDone;
+          e.status = st;
+          ++sq_next;
+          continue;
+        }
+        cur_payload = src;
+        if (wr.opcode == WrOpcode::kRdmaWrite) {
+          seg.emplace(rdmap::RdmaWriteMessage(wr.remote_stag, wr.remote_to, wr.local.length),
+                      mulpdu);
+        } else {
+          rdmap::Opcode op = rdmap::Opcode::kSend;
+          if (wr.opcode == WrOpcode::kSendInvalidate) op = rdmap::Opcode::kSendInvalidate;
+          if (wr.opcode == WrOpcode::kSendSe) op = rdmap::Opcode::kSendSe;
+          if (wr.opcode == WrOpcode::kSendSeInvalidate) op = rdmap::Opcode::kSendSeInvalidate;
+          seg.emplace(rdmap::SendMessage(op, send_msn, wr.local.length, wr.invalidate_stag),
+                      mulpdu);
+          send_msn += 1;
+        }
+      }
+      if (seg->status() != ddp::SegmentStatus::kOk) {
+        e.st = SqState::kDone;
+        e.status = WcStatus::kLocalLength;
+        seg.reset();
+        ++sq_next;
+        continue;
+      }
+      e.st = SqState::kSending;
+      cur_sq = sq_next;
+      ++sq_next;
+      cur = TxKind::kSq;
+      return true;
+    }
+    return false;
+  }
+
+  void FinishMessage() {
+    if (cur == TxKind::kSq) {
+      SqEntry& e = sq[(sq_head + cur_sq) % qp.options_.sq_depth];
+      if (e.wr.opcode == WrOpcode::kRdmaRead) {
+        e.st = SqState::kReadOutstanding;
+      } else {
+        e.st = SqState::kSent;
+        e.end_offset = tx_off;
+      }
+    } else if (cur == TxKind::kReadResponse) {
+      rresp_head = (rresp_head + 1) % rresp_cap;
+      --rresp_count;
+    } else if (cur == TxKind::kTerminate) {
+      // RFC 5040: after a Terminate the stream is closed (FIN after it).
+      qp.stack_.Shutdown(qp.conn_, now_us);
+      fin_sent = true;
+    }
+    cur = TxKind::kNone;
+    seg.reset();
+  }
+
+  // RFC 5044 4.5 with Markers: the largest ULPDU whose FPDU, with the
+  // Markers that fall into it at the current stream position, fills the
+  // EMSS exactly. The worst-case MULPDU leaves segments short of the MSS,
+  // and short segments do not trigger the receiver's every-second-segment
+  // ACK (RFC 5681 4.2), which throttles the stream to the delayed-ACK timer.
+  uint32_t MarkerMulpdu() const {
+    uint32_t m = mpa::Mulpdu(emss, false);
+    const Seq32 at(static_cast<uint32_t>(tx_off));
+    while (m > mulpdu && mpa::FpduWireSize(m, at, tx_cfg) > emss) --m;
+    return m;
+  }
+
+  // Frames and hands FPDUs to TCP until nothing is left or TCP is full.
+  void Pump() {
+    if (!tx_allowed || !qp.conn_.valid()) return;
+    for (;;) {
+      if (scratch_pending > 0) {
+        const tcp::SendStatus st = qp.stack_.SendRecord(
+            qp.conn_, ByteSpan(scratch.get(), scratch_pending), now_us);
+        if (st != tcp::SendStatus::kOk) {
+          ++qp.stats_.tx_blocked;
+          return;  // OnSendSpace resumes
+        }
+        tx_off += scratch_pending;
+        qp.stats_.bytes_sent += scratch_pending;
+        ++qp.stats_.fpdus_out;
+        scratch_pending = 0;
+        if (cur_last_sent) FinishMessage();
+        if (!qp.conn_.valid()) return;
+      }
+      if (cur == TxKind::kNone && !StartNext()) break;
+      if (tx_cfg.markers) seg->SetMulpdu(MarkerMulpdu());
+      uint8_t hdr[ddp::kMaxHeaderSize];
+      ddp::SegmentDesc d;
+      if (!seg->Next(MutableByteSpan(hdr), &d)) {
+        FinishMessage();
+        continue;
+      }
+      const ByteSpan payload = cur_payload.subspan(d.message_offset, d.payload_length);
+      const mpa::FpduEncodeResult r =
+          mpa::EncodeFpdu(ByteSpan(hdr, d.header_length), payload,
+                          Seq32(static_cast<uint32_t>(tx_off)), tx_cfg,
+                          MutableByteSpan(scratch.get(), kTxScratchSize));
+      if (r.status != mpa::FpduStatus::kOk) {
+        ++qp.stats_.local_errors;  // our own sizing bug; never from a peer
+        return;
+      }
+      scratch_pending = r.size;
+      cur_last_sent = d.last;
+    }
+    if (qp.state_ == QpState::kClosing && !fin_sent && sq_next == sq_count && cur == TxKind::kNone &&
+        rresp_count == 0) {
+      qp.stack_.Shutdown(qp.conn_, now_us);
+      fin_sent = true;
+    }
+  }
+
+  // ---- receive
+  void OnUlpdu(ByteSpan ulpdu, Seq32) override {
+    if (qp.state_ != QpState::kRts && qp.state_ != QpState::kClosing &&
+        qp.state_ != QpState::kAwaitRtr) {
+      return;  // after a Terminate nothing more is processed (RFC 5040)
+    }
+    ++qp.stats_.fpdus_in;
+    if (qp.state_ == QpState::kAwaitRtr) {
+      if (!CheckRtr(ulpdu)) return;
+    }
+    HandleSegment(ulpdu);
+  }
+
+  // RFC 6581: the responder's first FPDU must be the agreed RTR. Returns true
+  // when `ulpdu` should still be processed as a normal segment.
+  bool CheckRtr(ByteSpan ulpdu) {
+    const uint8_t rtr = qp.neg_.rtr;
+    bool consumed = false;
+    if (rtr != 0) {
+      ddp::DdpHeader h;
+      rdmap::Opcode op;
+      bool ok = ddp::ParseHeader(ulpdu, &h) == ddp::HeaderStatus::kOk &&
+                rdmap::ParseControl(h.rsvd_ulp0, &op) == rdmap::ControlStatus::kOk && h.last;
+      const size_t len = ok ? ulpdu.size() - h.size() : 0;
+      if (ok && rtr == kRtrWrite) {
+        ok = h.tagged && op == rdmap::Opcode::kRdmaWrite && len == 0;
+        consumed = true;
+      } else if (ok && rtr == kRtrSend) {
+        ok = !h.tagged && op == rdmap::Opcode::kSend && h.qn == rdmap::kQnSend && len == 0 &&
+             h.msn == rq_msn;
+        consumed = true;
+      } else if (ok && rtr == kRtrRead) {
+        rdmap::ReadRequest rr;
+        ok = !h.tagged && op == rdmap::Opcode::kReadRequest && h.qn == rdmap::kQnReadRequest &&
+             rdmap::ParseReadRequest(ulpdu.subspan(h.size()), &rr) == rdmap::BodyStatus::kOk &&
+             rr.read_size == 0;
+      }
+      if (!ok) {
+        qp.connect_error_ = ConnectError::kNoMatchingRtr;
+        SendTerminate(LlpCode(mpa::MpaError::kNoMatchingRtr), nullptr, ByteSpan());
+        return false;
+      }
+      if (rtr == kRtrSend) rq_msn += 1;  // the RTR Send used MSN 1, without a buffer
+    }
+    qp.state_ = QpState::kRts;
+    tx_allowed = true;
+    deadline_us = 0;
+    qp.observer_.OnEstablished(qp, qp.peer_private_data());
+    return !consumed;
+  }
+
+  void Place(MutableByteSpan dst, uint64_t offset, ByteSpan payload) {
+    std::memcpy(dst.data() + offset, payload.data(), payload.size());
+    qp.stats_.bytes_placed += payload.size();
+  }
+
+  void HandleSegment(ByteSpan ulpdu) {
+    rdmap::RxContext ctx;
+    ctx.stream = ddp::StreamIdentity{qp.options_.pd, qp.options_.stream_id};
+    ctx.stags = &qp.memory_.stags();
+    ctx.queues = &qp;
+    const rdmap::SegmentVerdict v = rdmap::CheckSegment(ulpdu, ctx);
+    if (!v.ok) {
+      SendTerminate(v.error, &v, ulpdu);
+      return;
+    }
+    const ByteSpan payload = ulpdu.subspan(v.header.size());
+    switch (v.opcode) {
+      case rdmap::Opcode::kRdmaWrite: {
+        if (payload.empty()) return;
+        MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
+        if (mem.size() < v.placement.offset + payload.size()) {
+          ++qp.stats_.local_errors;
+          SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+          return;
+        }
+        Place(mem, v.placement.offset, payload);
+        if (v.header.last) ++qp.stats_.messages_in;
+        return;
+      }
+      case rdmap::Opcode::kReadResponse: {
+        // RFC 5040 4.4: Read Responses answer our Read Requests in order.
+        if (oreads_count == 0) {
+          SendTerminate(rdmap::codes::kUnexpectedOpcode, &v, ulpdu);
+          return;
+        }
+        OutRead& o = oreads[oreads_head];
+        if (!payload.empty()) {
+          if (o.rtr || v.header.stag != o.sink_stag || v.header.to < o.sink_to ||
+              v.header.to - o.sink_to + payload.size() > o.length) {
+            SendTerminate(rdmap::codes::kBaseBounds, &v, ulpdu);
+            return;
+          }
+          MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
+          if (mem.size() < v.placement.offset + payload.size()) {
+            ++qp.stats_.local_errors;
+            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+            return;
+          }
+          Place(mem, v.placement.offset, payload);
+          o.placed += payload.size();
+        }
+        if (v.header.last) {
+          ++qp.stats_.messages_in;
+          if (!o.rtr) {
+            SqEntry& e = sq[o.sq_index];
+            e.st = SqState::kDone;
+          }
+          oreads_head = (oreads_head + 1) % oreads_cap;
+          --oreads_count;
+          CompleteSq(0);
+          Pump();  // an ORD slot freed
+        }
+        return;
+      }
+      case rdmap::Opcode::kSend:
+      case rdmap::Opcode::kSendInvalidate:
+      case rdmap::Opcode::kSendSe:
+      case rdmap::Opcode::kSendSeInvalidate: {
+        const uint32_t slot = static_cast<uint32_t>(v.placement.handle);
+        RqEntry& e = rq[slot];
+        if (!payload.empty()) {
+          WcStatus st = WcStatus::kSuccess;
+          MutableByteSpan mem = ResolveLocal(e.wr.local, ddp::kAccessLocalWrite, &st);
+          if (mem.size() < v.placement.offset + payload.size()) {
+            ++qp.stats_.local_errors;
+            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+            return;
+          }
+          Place(mem, v.placement.offset, payload);
+        }
+        if (v.header.last) {
+          const bool inv = v.opcode == rdmap::Opcode::kSendInvalidate ||
+                           v.opcode == rdmap::Opcode::kSendSeInvalidate;
+          if (inv) {
+            // RFC 5040 6.3.1: invalidate before the completion is reported.
+            if (qp.memory_.InvalidateRemote(v.header.rsvd_ulp1, qp.options_.pd) !=
+                ddp::StagStatus::kOk) {
+              SendTerminate(rdmap::codes::kProtectionCannotInvalidate, &v, ulpdu);
+              return;
+            }
+            e.flags |= kWcWithInvalidate;
+            e.invalidated_stag = v.header.rsvd_ulp1;
+          }
+          if (v.opcode == rdmap::Opcode::kSendSe || v.opcode == rdmap::Opcode::kSendSeInvalidate) {
+            e.flags |= kWcSolicited;
+          }
+          // RFC 5041 5.4: the message length is MO + length of the last segment.
+          e.byte_len = static_cast<uint32_t>(v.header.mo + payload.size());
+          e.done = true;
+          ++qp.stats_.messages_in;
+          CompleteRq();  // RFC 5041 5.3: delivered in MSN order
+        }
+        return;
+      }
+      case rdmap::Opcode::kReadRequest: {
+        rdmap::ReadRequest rr;
+        if (rdmap::ParseReadRequest(payload, &rr) != rdmap::BodyStatus::kOk) {
+          SendTerminate(rdmap::codes::kOperationUnspecified, &v, ulpdu);
+          return;
+        }
+        rdmap::TerminateCode err;
+        const ddp::TaggedRegion* region = nullptr;
+        const ddp::StreamIdentity id{qp.options_.pd, qp.options_.stream_id};
+        if (!rdmap::CheckReadSource(rr, id, qp.memory_.stags(), &err, &region)) {
+          SendTerminate(err, &v, ulpdu);
+          return;
+        }
+        ByteSpan src;
+        if (region != nullptr) {
+          MutableByteSpan mem = qp.memory_.Resolve(region->handle);
+          const uint64_t off = rr.source_to - region->base_to;
+          if (mem.size() < off + rr.read_size) {
+            ++qp.stats_.local_errors;
+            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+            return;
+          }
+          src = ByteSpan(mem.data() + off, rr.read_size);
+        }
+        // The QN 1 window (IRD slots) was checked by CheckSegment.
+        ReadResp& r = rresp[(rresp_head + rresp_count) % rresp_cap];
+        r.sink_stag = rr.sink_stag;
+        r.sink_to = rr.sink_to;
+        r.src = src;
+        ++rresp_count;
+        rreq_in_msn += 1;
+        ++qp.stats_.messages_in;
+        Pump();
+        return;
+      }
+      case rdmap::Opcode::kTerminate: {
+        rdmap::Terminate t;
+        size_t used = 0;
+        rdmap::TerminateCode code = rdmap::codes::kOperationUnspecified;
+        if (rdmap::ParseTerminate(payload, &t, &used) == rdmap::BodyStatus::kOk) code = t.code;
+        term_in_msn += 1;
+        qp.term_received_ = code;
+        ++qp.stats_.terminates_received;
+        qp.state_ = QpState::kTerminating;
+        FlushAll(WcStatus::kFlushed, &code, StatusForTerminate(code));
+        qp.observer_.OnTerminate(qp, code, false);
+        if (!fin_sent && qp.conn_.valid()) {
+          qp.stack_.Shutdown(qp.conn_, now_us);
+          fin_sent = true;
+        }
+        return;
+      }
+    }
+  }
+
+  // ---- MPA connection setup
+  void SendFrame(const mpa::StartupFrame& f) {
+    uint8_t buf[mpa::kStartupHeaderSize + mpa::kMaxPrivateDataLength];
+    const mpa::FrameResult r = mpa::EncodeStartupFrame(f, MutableByteSpan(buf));
+    if (r.status != mpa::FrameStatus::kOk) {
+      ++qp.stats_.local_errors;
+      return;
+    }
+    // The send buffer is empty during setup: all or nothing always fits.
+    if (qp.stack_.SendRecord(qp.conn_, ByteSpan(buf, r.size), now_us) == tcp::SendStatus::kOk) {
+      tx_off += r.size;
+    } else {
+      ++qp.stats_.local_errors;
+    }
+  }
+
+  void FailSetup(ConnectError e, bool abort) {
+    qp.connect_error_ = e;
+    const bool was_live = qp.conn_.valid();
+    qp.state_ = QpState::kError;
+    FlushAll(WcStatus::kFlushed);
+    qp.observer_.OnConnectFailed(qp, e, qp.peer_private_data());
+    if (was_live && qp.conn_.valid()) {
+      if (abort) {
+        qp.stack_.Abort(qp.conn_, now_us);
+      } else {
+        qp.stack_.Shutdown(qp.conn_, now_us);
+        fin_sent = true;
+      }
+    }
+  }
+
+  void CopyPeerPd(ByteSpan pd) {
+    qp.peer_pd_len_ = std::min(pd.size(), sizeof(qp.peer_pd_));
+    if (qp.peer_pd_len_ > 0) std::memcpy(qp.peer_pd_, pd.data(), qp.peer_pd_len_);
+  }
+
+  void SendRequest() {
+    const MpaParams& m = qp.options_.mpa;
+    mpa::StartupFrame f;
+    f.type = mpa::FrameType::kRequest;
+    f.markers = m.want_markers;
+    f.crc = m.crc;
+    f.revision = m.revision;
+    if (m.enhanced && m.revision == mpa::kRevision2) {
+      mpa::IrdOrd io;
+      io.ird = m.ird;
+      io.ord = m.ord;
+      io.peer_to_peer = m.peer_to_peer;
+      io.send_rtr = m.peer_to_peer && (m.rtr_types & kRtrSend) != 0;
+      io.write_rtr = m.peer_to_peer && (m.rtr_types & kRtrWrite) != 0;
+      io.read_rtr = m.peer_to_peer && (m.rtr_types & kRtrRead) != 0;
+      f.ird_ord = io;
+    }
+    f.private_data = ByteSpan(local_pd, local_pd_len);
+    SendFrame(f);
+    qp.state_ = QpState::kAwaitReply;
+    deadline_pending = true;
+  }
+
+  // Returns bytes of `data` used for the frame, or SIZE_MAX when the caller
+  // must stop (failure), or data.size() when more bytes are needed.
+  size_t FeedHandshake(ByteSpan data, size_t* frame_end_in_data, mpa::StartupFrame* f,
+                       mpa::FrameStatus* status) {
+    const size_t take = std::min(data.size(), kHandshakeBufSize - hs_len);
+    std::memcpy(hs_buf + hs_len, data.data(), take);
+    const size_t before = hs_len;
+    hs_len += take;
+    mpa::FrameDecodeOptions o;
+    o.max_private_data = qp.options_.mpa.max_private_data;
+    const mpa::FrameType want = qp.state_ == QpState::kAwaitRequest ? mpa::FrameType::kRequest
+                                                                    : mpa::FrameType::kReply;
+    const mpa::FrameResult r = mpa::DecodeStartupFrame(ByteSpan(hs_buf, hs_len), want, f, o);
+    *status = r.status;
+    if (r.status == mpa::FrameStatus::kOk) *frame_end_in_data = r.size - before;
+    return take;
+  }
+
+  void OnRequest(const mpa::StartupFrame& req, size_t frame_size) {
+    const MpaParams& m = qp.options_.mpa;
+    CopyPeerPd(req.private_data);
+    const AcceptDecision d = qp.observer_.OnConnectRequest(qp, req);
+    Negotiated& n = qp.neg_;
+    n.revision = req.revision;
+    n.crc = req.crc || m.crc;  // RFC 5044 7.1.2: C if either side asks
+    n.tx_markers = req.markers;
+    n.rx_markers = m.want_markers;
+    n.enhanced = req.ird_ord.has_value() && m.enhanced;
+    n.ird = m.ird;
+    n.ord = m.ord;
+    ConnectError reject = d.accept ? ConnectError::kNone : ConnectError::kRejectedLocally;
+    if (n.enhanced) {
+      const mpa::IrdOrd& p = *req.ird_ord;
+      if (p.ird != mpa::kIrdOrdMax) n.ord = std::min<uint16_t>(m.ord, p.ird);
+      n.peer_to_peer = p.peer_to_peer && m.peer_to_peer;
+      if (p.peer_to_peer) {
+        const uint8_t offered = (p.send_rtr ? kRtrSend : 0) | (p.write_rtr ? kRtrWrite : 0) |
+                                (p.read_rtr ? kRtrRead : 0);
+        const uint8_t both = offered & m.rtr_types;
+        if ((both & kRtrWrite) != 0) {
+          n.rtr = kRtrWrite;
+        } else if ((both & kRtrRead) != 0) {
+          n.rtr = kRtrRead;
+        } else if ((both & kRtrSend) != 0) {
+          n.rtr = kRtrSend;
+        } else if (offered != 0 && reject == ConnectError::kNone) {
+          reject = ConnectError::kNoMatchingRtr;
+        }
+        n.peer_to_peer = true;  // A echoed (INTEROP.md)
+      }
+    }
+    mpa::StartupFrame rep;
+    rep.type = mpa::FrameType::kReply;
+    rep.markers = m.want_markers;
+    rep.crc = n.crc;
+    rep.reject = reject != ConnectError::kNone;
+    rep.revision = req.revision;
+    if (n.enhanced) {
+      mpa::IrdOrd io;
+      io.ird = n.ird;
+      io.ord = n.ord;
+      io.peer_to_peer = n.peer_to_peer;
+      io.send_rtr = n.rtr == kRtrSend;
+      io.write_rtr = n.rtr == kRtrWrite;
+      io.read_rtr = n.rtr == kRtrRead;
+      rep.ird_ord = io;
+    }
+    const size_t pd_max = mpa::kMaxPrivateDataLength - (n.enhanced ? mpa::kIrdOrdSize : 0);
+    rep.private_data = d.private_data.subspan(0, std::min(d.private_data.size(), pd_max));
+    SendFrame(rep);
+    if (reject != ConnectError::kNone) {
+      FailSetup(reject, false);
+      return;
+    }
+    StartFullOperation(frame_size, tx_off);
+    qp.state_ = QpState::kAwaitRtr;
+    deadline_pending = true;
+  }
+
+  void OnReply(const mpa::StartupFrame& rep, size_t frame_size) {
+    const MpaParams& m = qp.options_.mpa;
+    CopyPeerPd(rep.private_data);
+    if (rep.reject) {
+      FailSetup(ConnectError::kRejected, false);
+      return;
+    }
+    if (rep.revision != m.revision) {
+      FailSetup(ConnectError::kInvalidStartupFrame, true);
+      return;
+    }
+    Negotiated& n = qp.neg_;
+    n.revision = rep.revision;
+    n.crc = m.crc || rep.crc;
+    n.tx_markers = rep.markers;
+    n.rx_markers = m.want_markers;
+    const bool sent_enhanced = m.enhanced && m.revision == mpa::kRevision2;
+    n.enhanced = sent_enhanced && rep.ird_ord.has_value();
+    n.ird = m.ird;
+    n.ord = m.ord;
+    deadline_us = 0;
+    deadline_pending = false;
+    StartFullOperation(frame_size, tx_off);
+    tx_allowed = true;
+    qp.state_ = QpState::kRts;
+    if (n.enhanced) {
+      const mpa::IrdOrd& r = *rep.ird_ord;
+      if (r.ird != mpa::kIrdOrdMax) n.ord = std::min<uint16_t>(m.ord, r.ird);
+      const uint8_t chosen = (r.send_rtr ? kRtrSend : 0) | (r.write_rtr ? kRtrWrite : 0) |
+                             (r.read_rtr ? kRtrRead : 0);
+      const uint8_t offered = m.peer_to_peer ? m.rtr_types : 0;
+      n.peer_to_peer = m.peer_to_peer && r.peer_to_peer;
+      // RFC 6581: the responder's IRD must cover our ORD (we clamp ours), and
+      // our IRD must cover the ORD it announced.
+      if (r.ord != mpa::kIrdOrdMax && r.ord > m.ird) {
+        qp.connect_error_ = ConnectError::kInsufficientIrd;
+        SendTerminate(LlpCode(mpa::MpaError::kInsufficientIrd), nullptr, ByteSpan());
+        return;
+      }
+      if (n.peer_to_peer && offered != 0) {
+        const bool exactly_one = chosen == kRtrSend || chosen == kRtrWrite || chosen == kRtrRead;
+        if (!exactly_one || (chosen & offered) == 0) {
+          qp.connect_error_ = ConnectError::kNoMatchingRtr;
+          SendTerminate(LlpCode(mpa::MpaError::kNoMatchingRtr), nullptr, ByteSpan());
+          return;
+        }
+        n.rtr = chosen;
+        rtr_pending = true;
+      }
+    }
+    qp.observer_.OnEstablished(qp, qp.peer_private_data());
+    Pump();
+  }
+};
+
+// ---------------------------------------------------------------- Qp
+
+Qp::Qp(const QpOptions& options, tcp::TcpStack& stack, MemoryDomain& memory, QpObserver& observer)
+    : options_(options), stack_(stack), memory_(memory), observer_(observer) {}
+
+Qp::~Qp() = default;
+
+absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::TcpStack& stack,
+                                               MemoryDomain& memory, QpObserver& observer) {
+  const MpaParams& m = options.mpa;
+  if (m.revision != mpa::kRevision1 && m.revision != mpa::kRevision2) {
+    return absl::InvalidArgumentError("mpa.revision must be 1 or 2");
+  }
+  if (m.ird > mpa::kIrdOrdMax || m.ord > mpa::kIrdOrdMax) {
+    return absl::InvalidArgumentError("mpa.ird/ord above 0x3FFF");
+  }
+  if (m.max_private_data > mpa::kMaxPrivateDataLength) {
+    return absl::InvalidArgumentError("mpa.max_private_data above 512");
+  }
+  if (options.sq_depth == 0 || options.rq_depth == 0 || options.cq_depth == 0) {
+    return absl::InvalidArgumentError("sq_depth, rq_depth and cq_depth must be positive");
+  }
+  std::unique_ptr<Qp> qp(new Qp(options, stack, memory, observer));
+  auto impl = std::make_unique<Impl>(*qp);
+  impl->sq = std::make_unique<Impl::SqEntry[]>(options.sq_depth);
+  impl->rq = std::make_unique<Impl::RqEntry[]>(options.rq_depth);
+  impl->cq = std::make_unique<Completion[]>(options.cq_depth);
+  impl->rresp_cap = std::max<uint32_t>(m.ird, 1);
+  impl->rresp = std::make_unique<Impl::ReadResp[]>(impl->rresp_cap);
+  impl->oreads_cap = static_cast<uint32_t>(m.ord) + 1;  // + the Read RTR
+  impl->oreads = std::make_unique<Impl::OutRead[]>(impl->oreads_cap);
+  impl->scratch = std::make_unique<uint8_t[]>(kTxScratchSize);
+  qp->impl_ = std::move(impl);
+  return qp;
+}
+
+absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_port,
+                         ByteSpan private_data, uint64_t now_us) {
+  if (state_ != QpState::kIdle) return absl::FailedPreconditionError("QP not idle");
+  const size_t limit = mpa::kMaxPrivateDataLength -
+                       (options_.mpa.enhanced && options_.mpa.revision == mpa::kRevision2
+                            ? mpa::kIrdOrdSize
+                            : 0);
+  if (private_data.size() > limit) {
+    return absl::InvalidArgumentError("private data longer than 512 bytes with IRD/ORD");
+  }
+  std::memcpy(impl_->local_pd, private_data.data(), private_data.size());
+  impl_->local_pd_len = private_data.size();
+  impl_->now_us = now_us;
+  state_ = QpState::kTcpConnecting;
+  absl::StatusOr<tcp::ConnId> c = stack_.Connect(local_ip, remote_ip, remote_port, *this, 0, now_us);
+  if (!c.ok()) {
+    state_ = QpState::kIdle;
+    return c.status();
+  }
+  conn_ = *c;
+  impl_->deadline_us = now_us + options_.mpa.reply_timeout_us;
+  return absl::OkStatus();
+}
+
+bool Qp::AttachPassive(tcp::ConnId conn) {
+  if (state_ != QpState::kIdle) return false;
+  conn_ = conn;
+  state_ = QpState::kAwaitRequest;
+  impl_->deadline_pending = true;
+  return true;
+}
+
+PostStatus Qp::PostSend(const SendWr& wr) {
+  if (state_ == QpState::kIdle || state_ == QpState::kClosing ||
+      state_ == QpState::kTerminating || state_ == QpState::kError) {
+    return PostStatus::kNotConnected;
+  }
+  Impl& m = *impl_;
+  if (m.sq_count == options_.sq_depth) return PostStatus::kQueueFull;
+  Impl::SqEntry& e = m.sq[(m.sq_head + m.sq_count) % options_.sq_depth];
+  e = Impl::SqEntry{};
+  e.wr = wr;
+  ++m.sq_count;
+  m.Pump();
+  return PostStatus::kOk;
+}
+
+PostStatus Qp::PostRecv(const RecvWr& wr) {
+  if (state_ == QpState::kTerminating || state_ == QpState::kError) return PostStatus::kNotConnected;
+  Impl& m = *impl_;
+  if (m.rq_count == options_.rq_depth) return PostStatus::kQueueFull;
+  const uint32_t slot = (m.rq_head + m.rq_count) % options_.rq_depth;
+  Impl::RqEntry& e = m.rq[slot];
+  e = Impl::RqEntry{};
+  e.wr = wr;
+  e.ub.handle = slot;
+  e.ub.length = wr.local.length;
+  ++m.rq_count;
+  return PostStatus::kOk;
+}
+
+size_t Qp::PollCompletions(std::span<Completion> out) {
+  Impl& m = *impl_;
+  size_t n = 0;
+  while (n < out.size() && m.cq_count > 0) {
+    out[n++] = m.cq[m.cq_head];
+    m.cq_head = (m.cq_head + 1) % options_.cq_depth;
+    --m.cq_count;
+  }
+  return n;
+}
+
+void Qp::Poll(uint64_t now_us) {
+  Impl& m = *impl_;
+  m.now_us = now_us;
+  if (m.deadline_pending) {
+    m.deadline_pending = false;
+    const MpaParams& p = options_.mpa;
+    if (state_ == QpState::kAwaitRequest) m.deadline_us = now_us + p.request_timeout_us;
+    if (state_ == QpState::kAwaitReply) m.deadline_us = now_us + p.reply_timeout_us;
+    if (state_ == QpState::kAwaitRtr) m.deadline_us = now_us + p.rtr_timeout_us;
+  }
+  const bool setup = state_ == QpState::kTcpConnecting || state_ == QpState::kAwaitRequest ||
+                     state_ == QpState::kAwaitReply || state_ == QpState::kAwaitRtr;
+  if (setup && m.deadline_us != 0 && now_us >= m.deadline_us) {
+    m.deadline_us = 0;
+    m.FailSetup(ConnectError::kTimeout, true);
+    return;
+  }
+  // Only a Send or Write waiting for its acknowledgement at the head of the
+  // queue needs the stack's acknowledged offset.
+  if (conn_.valid() && m.sq_count > 0 &&
+      (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
+    tcp::TcpConnInfo info;
+    if (stack_.GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
+  }
+  m.Pump();
+}
+
+void Qp::Close(uint64_t now_us) {
+  impl_->now_us = now_us;
+  if (state_ == QpState::kRts) {
+    state_ = QpState::kClosing;
+    impl_->Pump();
+  } else if (state_ != QpState::kError && state_ != QpState::kTerminating && conn_.valid()) {
+    Abort(now_us);
+  }
+}
+
+void Qp::Abort(uint64_t now_us) {
+  impl_->now_us = now_us;
+  if (conn_.valid()) stack_.Abort(conn_, now_us);  // OnClosed flushes
+}
+
+void Qp::OnConnected(tcp::ConnId conn) {
+  if (conn != conn_) return;
+  impl_->SendRequest();
+}
+
+size_t Qp::OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) {
+  (void)stream_offset;
+  if (conn != conn_) return data.size();
+  Impl& m = *impl_;
+  if (state_ == QpState::kAwaitRequest || state_ == QpState::kAwaitReply) {
+    size_t frame_end = 0;
+    mpa::StartupFrame f;
+    mpa::FrameStatus st;
+    const size_t take = m.FeedHandshake(data, &frame_end, &f, &st);
+    if (st == mpa::FrameStatus::kNeedMoreBytes) return take;
+    if (st != mpa::FrameStatus::kOk) {
+      m.FailSetup(ConnectError::kInvalidStartupFrame, true);
+      return data.size();
+    }
+    const size_t frame_size = m.hs_len - (take - frame_end);
+    if (state_ == QpState::kAwaitRequest) {
+      // RFC 5044 7.1.2 / INTEROP.md: the initiator sends nothing after its
+      // Request until the Reply arrives.
+      if (frame_end != data.size()) {
+        m.FailSetup(ConnectError::kInvalidStartupFrame, true);
+        return data.size();
+      }
+      m.OnRequest(f, frame_size);
+      return data.size();
+    }
+    m.OnReply(f, frame_size);
+    data = data.subspan(frame_end);
+    if (data.empty() || !m.decoder.has_value()) return frame_end + data.size();
+    const mpa::FeedResult r = m.decoder->Feed(data, m);
+    (void)r;
+    if (m.decoder->status() != mpa::DecodeStatus::kOk) {
+      if (m.decoder->status() == mpa::DecodeStatus::kCrcError) ++stats_.crc_errors;
+      m.SendTerminate(LlpCode(mpa::ToMpaError(m.decoder->status())), nullptr, ByteSpan());
+    }
+    return frame_end + data.size();
+  }
+  if (!m.decoder.has_value() || state_ == QpState::kError || state_ == QpState::kTerminating) {
+    return data.size();  // nothing is processed after a Terminate
+  }
+  m.decoder->Feed(data, m);
+  if (m.decoder->status() != mpa::DecodeStatus::kOk) {
+    if (m.decoder->status() == mpa::DecodeStatus::kCrcError) ++stats_.crc_errors;
+    if (m.decoder->status() == mpa::DecodeStatus::kMarkerMismatch) ++stats_.marker_errors;
+    // RFC 5044 8: report the MPA error in a Terminate (LLP layer), then close.
+    m.SendTerminate(LlpCode(mpa::ToMpaError(m.decoder->status())), nullptr, ByteSpan());
+  }
+  return data.size();
+}
+
+void Qp::OnPeerFin(tcp::ConnId conn) {
+  if (conn != conn_) return;
+  Impl& m = *impl_;
+  switch (state_) {
+    case QpState::kTcpConnecting:
+    case QpState::kAwaitRequest:
+    case QpState::kAwaitReply:
+    case QpState::kAwaitRtr:
+      m.FailSetup(ConnectError::kTcpFailed, false);
+      return;
+    case QpState::kRts:
+      state_ = QpState::kClosing;
+      m.Pump();
+      return;
+    default:
+      if (!m.fin_sent) {
+        stack_.Shutdown(conn_, m.now_us);
+        m.fin_sent = true;
+      }
+      return;
+  }
+}
+
+void Qp::OnSendSpace(tcp::ConnId conn, size_t space) {
+  (void)space;
+  if (conn != conn_) return;
+  impl_->Pump();
+}
+
+void Qp::OnClosed(tcp::ConnId conn, tcp::CloseReason reason) {
+  if (conn != conn_) return;
+  Impl& m = *impl_;
+  const QpState was = state_;
+  // RFC 9293: a normal close means our FIN, and so every byte before it, was
+  // acknowledged: Sends and Writes already sent complete successfully.
+  if (reason == tcp::CloseReason::kNormal) m.CompleteSq(UINT64_MAX);
+  conn_ = tcp::ConnId{};
+  if (was == QpState::kTcpConnecting || was == QpState::kAwaitRequest ||
+      was == QpState::kAwaitReply || was == QpState::kAwaitRtr) {
+    m.FailSetup(ConnectError::kTcpFailed, false);
+  }
+  if (was != QpState::kError) {
+    state_ = QpState::kError;
+    m.FlushAll(WcStatus::kFlushed);
+  }
+  observer_.OnDisconnected(*this);
+}
+
+bool Qp::Window(uint32_t qn, ddp::QueueWindow* out) const {
+  const Impl& m = *impl_;
+  switch (qn) {
+    case rdmap::kQnSend:
+      out->first_msn = m.rq_msn;
+      out->posted = m.rq_count;
+      out->depth = options_.rq_depth;
+      return true;
+    case rdmap::kQnReadRequest:
+      // RFC 5040 / 6581: inbound Read Requests are bounded by our IRD.
+      out->first_msn = m.rreq_in_msn;
+      out->posted = neg_.ird > m.rresp_count ? neg_.ird - m.rresp_count : 0;
+      out->depth = neg_.ird;
+      return true;
+    case rdmap::kQnTerminate:
+      out->first_msn = m.term_in_msn;
+      out->posted = 1;
+      out->depth = 1;
+      return true;
+    default:
+      return false;
+  }
+}
+
+const ddp::UntaggedBuffer* Qp::Buffer(uint32_t qn, uint32_t index) const {
+  const Impl& m = *impl_;
+  switch (qn) {
+    case rdmap::kQnSend:
+      return &m.rq[(m.rq_head + index) % options_.rq_depth].ub;
+    case rdmap::kQnReadRequest:
+      return &m.rreq_buf;
+    case rdmap::kQnTerminate:
+      return &m.term_in_buf;
+    default:
+      return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------- Listener
+
+Listener::Listener(tcp::TcpStack& stack, uint32_t max_pending)
+    : stack_(stack), pool_(new Qp*[max_pending == 0 ? 1 : max_pending]),
+      cap_(max_pending == 0 ? 1 : max_pending) {}
+
+absl::Status Listener::Listen(uint16_t port) { return stack_.Listen(port, *this); }
+
+bool Listener::AddQp(Qp* qp) {
+  if (count_ == cap_ || qp == nullptr) return false;
+  pool_[(head_ + count_) % cap_] = qp;
+  ++count_;
+  return true;
+}
+
+tcp::TcpUser* Listener::OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) {
+  (void)tuple;
+  while (count_ > 0) {
+    Qp* qp = pool_[head_];
+    head_ = (head_ + 1) % cap_;
+    --count_;
+    if (qp->AttachPassive(conn)) return qp;
+  }
+  return nullptr;  // refused: RST, counted by the stack as listen_refused
+}
+
+}  // namespace iwarp::engine

@@ -1,0 +1,375 @@
+// iwarp: the per-connection iWARP engine. One Qp joins a tcp::TcpStack
+// connection, the MPA layer (RFC 5044, RFC 6581) and DDP/RDMAP (RFC 5041,
+// RFC 5040): MPA connection setup, FPDU framing with CRC and Markers, DDP
+// placement and RDMAP Send / Write / Read / Terminate.
+//
+// Layering: no DPDK, no sessions, no shared memory. The engine reaches
+// application memory only through MemoryDomain (STag table lookup, region
+// handle -> bytes in this process, remote invalidation), which the session
+// server implements for shared-memory regions and the tests implement over
+// plain vectors and a FixedStagTable. Work requests go in through PostSend /
+// PostRecv; completions come out through PollCompletions; connection events
+// go to a QpObserver.
+//
+// Threading: a Qp belongs to the core that owns its TcpStack. No method may be
+// called from another thread. The owner calls Poll(now) every loop iteration
+// (MPA timeouts, acknowledgement-driven completions, transmit resumption).
+//
+// Interoperability decisions (INTEROP.md; tests in qp_test.cc pin them):
+//  - MPA: Rev 1 and 2 accepted, the Reply uses the initiator's revision; C is
+//    honoured from either side; Markers are sent when the peer's M asks and
+//    requested only when MpaParams::want_markers is set (siw rejects M=1).
+//  - RFC 6581: the responder echoes A, picks one offered RTR type (Write,
+//    then Read, then Send) and answers "none supported" with a Reject Reply
+//    (ConnectError::kNoMatchingRtr); the initiator answers a Reply without a
+//    usable RTR type, or an ORD above our IRD, with an LLP Terminate (0x07,
+//    0x06). Our ORD is clamped to the peer's IRD (siw behaviour). RTR frames
+//    use STag 1, TO 0, length 0.
+//  - Private data: 256 bytes accepted by default (max_private_data).
+//  - Inbound Read Requests beyond our IRD find no Read Request "buffer" on
+//    QN 1 and are answered with DDP untagged "no buffer" (RFC 5041 7.2).
+//  - The iwpmd port mapper (UDP 3935) is not the engine's business: it only
+//    ever sees TCP; the data plane decides whether to answer mapper queries.
+//  - Transmit copies each FPDU once (CRC computed during the copy) into the
+//    TCP send buffer with SendRecord; SendZeroCopy is not used yet.
+//
+// Allocation: Create() allocates every queue and the transmit scratch; the
+// FPDU receive decoder's reassembly buffer is allocated when Full Operation
+// starts (connection setup, control path). After that nothing allocates.
+#ifndef IWARPD_IWARP_QP_H_
+#define IWARPD_IWARP_QP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/bytes.h"
+#include "common/seq.h"
+#include "ddp/placement.h"
+#include "ddp/rdmap.h"
+#include "ddp/segmenter.h"
+#include "ddp/stag_table.h"
+#include "tcp_lite/mpa_decoder.h"
+#include "tcp_lite/mpa_error.h"
+#include "tcp_lite/mpa_fpdu.h"
+#include "tcp_lite/mpa_frame.h"
+#include "tcp_lite/tcp_stack.h"
+
+namespace iwarp::engine {
+
+// ---------------------------------------------------------------- memory
+
+// Application memory as the engine sees it. Implemented by the session server
+// (shared-memory regions) and by tests (vectors + FixedStagTable). Called on
+// the Qp's core; must not allocate or block.
+class MemoryDomain {
+ public:
+  virtual ~MemoryDomain() = default;
+  // The STag table the RFC 5041 7.1 checks and local SGE checks consult.
+  virtual const ddp::StagTable& stags() const = 0;
+  // The bytes of the region whose TaggedRegion::handle is `handle`: exactly
+  // region.length bytes, byte i holding TO base_to + i. Empty if unknown.
+  virtual MutableByteSpan Resolve(uint64_t handle) = 0;
+  // RFC 5040 6.3.1: Send with Invalidate from the peer asks to invalidate
+  // `stag` of protection domain `pd`.
+  virtual ddp::StagStatus InvalidateRemote(uint32_t stag, uint32_t pd) = 0;
+};
+
+// ---------------------------------------------------------------- work requests
+
+// Values equal appif/shm_layout.h WrOpcode / WcOpcode / WcStatus so the
+// session server maps them one to one.
+enum class WrOpcode : uint8_t {
+  kSend = 0,
+  kSendInvalidate = 1,
+  kSendSe = 2,
+  kSendSeInvalidate = 3,
+  kRdmaWrite = 4,
+  kRdmaRead = 5,
+};
+
+enum class WcOpcode : uint8_t { kSend = 0, kRdmaWrite = 1, kRdmaRead = 2, kRecv = 3 };
+
+enum class WcStatus : uint8_t {
+  kSuccess = 0,
+  kLocalLength = 1,
+  kLocalProtection = 2,
+  kLocalQpOperation = 3,
+  kFlushed = 4,
+  kRemoteAccess = 5,
+  kRemoteInvalidRequest = 6,
+  kRemoteOperation = 7,
+  kFatal = 8,
+};
+std::string_view WcStatusName(WcStatus s);
+
+// One local buffer: `length` bytes at TO `to` of the region registered under
+// `stag` (the verbs lkey/addr/length triple).
+struct LocalSge {
+  uint32_t stag = 0;
+  uint64_t to = 0;
+  uint32_t length = 0;
+};
+
+struct SendWr {
+  uint64_t wr_id = 0;
+  WrOpcode opcode = WrOpcode::kSend;
+  LocalSge local;            // Send/Write: source. Read: sink (needs remote write, RFC 5040 4.3)
+  uint32_t remote_stag = 0;  // Write: sink STag. Read: source STag.
+  uint64_t remote_to = 0;
+  uint32_t invalidate_stag = 0;  // Send with Invalidate
+};
+
+struct RecvWr {
+  uint64_t wr_id = 0;
+  LocalSge local;  // needs local write
+};
+
+inline constexpr uint8_t kWcWithInvalidate = 1u << 0;
+inline constexpr uint8_t kWcSolicited = 1u << 1;
+
+struct Completion {
+  uint64_t wr_id = 0;
+  uint32_t byte_len = 0;
+  uint32_t invalidated_stag = 0;
+  WcOpcode opcode = WcOpcode::kSend;
+  WcStatus status = WcStatus::kSuccess;
+  uint8_t flags = 0;  // kWc*
+  rdmap::TerminateCode term;  // the Terminate that failed the operation, if any
+};
+
+enum class PostStatus : uint8_t {
+  kOk,
+  kQueueFull,
+  kNotConnected,  // QP is not in (or past) RTS; nothing queued
+};
+
+// ---------------------------------------------------------------- connection
+
+// RFC 6581 RTR types, as a bit set (offered by the initiator, supported by
+// the responder).
+inline constexpr uint8_t kRtrSend = 1u << 0;
+inline constexpr uint8_t kRtrWrite = 1u << 1;
+inline constexpr uint8_t kRtrRead = 1u << 2;
+
+struct MpaParams {
+  uint8_t revision = mpa::kRevision2;  // initiator: revision sent
+  bool enhanced = true;      // RFC 6581 IRD/ORD block (Rev 2 only)
+  bool crc = true;           // ask for CRC (C); a peer's C=1 is always honoured
+  bool want_markers = false; // M: ask the peer to send Markers to us
+  uint16_t ird = 32;         // inbound Read Requests we serve at once
+  uint16_t ord = 32;         // outbound Read Requests we issue at once
+  bool peer_to_peer = true;  // A
+  uint8_t rtr_types = kRtrWrite | kRtrRead;
+  // Private data accepted from the peer at most (<= 512, RFC 5044 7.1.1).
+  uint32_t max_private_data = 256;
+  uint64_t reply_timeout_us = 10'000'000;    // initiator waits for the Reply
+  uint64_t request_timeout_us = 5'000'000;   // responder waits for the Request
+  uint64_t rtr_timeout_us = 10'000'000;      // responder waits for the RTR
+};
+
+struct QpOptions {
+  MpaParams mpa;
+  uint32_t pd = 0;
+  uint32_t stream_id = 1;   // RFC 5041 8.2 stream association
+  uint32_t sq_depth = 128;  // send work requests outstanding at most
+  uint32_t rq_depth = 128;  // posted receives at most
+  uint32_t cq_depth = 512;  // completions not yet polled at most
+};
+
+enum class QpState : uint8_t {
+  kIdle,
+  kTcpConnecting,  // initiator: SYN sent
+  kAwaitRequest,   // responder: TCP up, waiting for the MPA Request
+  kAwaitReply,     // initiator: Request sent
+  kAwaitRtr,       // responder: Reply sent, waiting for the first FPDU / RTR
+  kRts,            // Full Operation
+  kClosing,        // graceful close asked, sending what is queued
+  kTerminating,    // a Terminate was sent or received
+  kError,          // connection gone or failed; everything flushed
+};
+std::string_view QpStateName(QpState s);
+
+enum class ConnectError : uint8_t {
+  kNone,
+  kTcpFailed,            // TCP refused, reset or timed out
+  kTimeout,              // MPA Request/Reply/RTR did not come in time
+  kRejected,             // peer answered with R=1
+  kRejectedLocally,      // our application refused the Request
+  kInvalidStartupFrame,  // RFC 5044 8 code 4 (bad key, revision, PD too long, extra bytes)
+  kNoMatchingRtr,        // RFC 6581
+  kInsufficientIrd,      // RFC 6581
+};
+std::string_view ConnectErrorName(ConnectError e);
+
+struct AcceptDecision {
+  bool accept = true;
+  ByteSpan private_data;  // copied before the call returns
+};
+
+// The negotiated result of MPA setup.
+struct Negotiated {
+  uint8_t revision = 0;
+  bool crc = false;
+  bool tx_markers = false;  // we insert Markers (the peer asked)
+  bool rx_markers = false;  // the peer inserts Markers (we asked)
+  bool enhanced = false;
+  bool peer_to_peer = false;
+  uint8_t rtr = 0;          // the one RTR type in use (kRtr*), 0 for none
+  uint16_t ird = 0;         // inbound Reads we accept at once
+  uint16_t ord = 0;         // outbound Reads we issue at once
+};
+
+class Qp;
+
+// Connection events, control path. Called on the Qp's core from inside
+// TcpStack / Qp calls; an observer must not destroy the Qp from a callback.
+class QpObserver {
+ public:
+  virtual ~QpObserver() = default;
+  // Responder: the peer's MPA Request arrived. Return whether to accept.
+  virtual AcceptDecision OnConnectRequest(Qp& qp, const mpa::StartupFrame& request) {
+    (void)qp, (void)request;
+    return {};
+  }
+  // Full Operation reached (responder: after the RTR / first FPDU).
+  virtual void OnEstablished(Qp& qp, ByteSpan peer_private_data) { (void)qp, (void)peer_private_data; }
+  virtual void OnConnectFailed(Qp& qp, ConnectError e, ByteSpan peer_private_data) {
+    (void)qp, (void)e, (void)peer_private_data;
+  }
+  // A Terminate was sent (sent == true) or received.
+  virtual void OnTerminate(Qp& qp, const rdmap::TerminateCode& code, bool sent) {
+    (void)qp, (void)code, (void)sent;
+  }
+  // The TCP connection is gone; outstanding work was flushed.
+  virtual void OnDisconnected(Qp& qp) { (void)qp; }
+};
+
+// X(field) counters of one Qp.
+#define IWARP_QP_COUNTERS(X) \
+  X(fpdus_in)                \
+  X(fpdus_out)               \
+  X(bytes_placed)            \
+  X(bytes_sent)              \
+  X(messages_in)             \
+  X(tx_blocked)              \
+  X(terminates_sent)         \
+  X(terminates_received)     \
+  X(crc_errors)              \
+  X(marker_errors)           \
+  X(cq_overflow)             \
+  X(local_errors)            \
+  X(read_responses_sent)
+
+struct QpStats {
+#define IWARP_QP_FIELD(f) uint64_t f = 0;
+  IWARP_QP_COUNTERS(IWARP_QP_FIELD)
+#undef IWARP_QP_FIELD
+};
+
+class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
+ public:
+  // Control path: validates `options` and allocates every queue.
+  static absl::StatusOr<std::unique_ptr<Qp>> Create(const QpOptions& options, tcp::TcpStack& stack,
+                                                    MemoryDomain& memory, QpObserver& observer);
+  ~Qp() override;
+  Qp(const Qp&) = delete;
+  Qp& operator=(const Qp&) = delete;
+
+  // Active open: TCP connect, then the MPA Request carrying `private_data`
+  // (<= 512 bytes with the IRD/ORD block). Idle QPs only.
+  absl::Status Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_port,
+                       ByteSpan private_data, uint64_t now_us);
+  // Passive open: called by Listener::OnAccept with an established TCP
+  // connection. Idle QPs only; false otherwise.
+  bool AttachPassive(tcp::ConnId conn);
+
+  // Fast path. Work requests are accepted from kAwaitReply on (they are held
+  // until Full Operation) and refused once the QP is closing or failed.
+  PostStatus PostSend(const SendWr& wr);
+  PostStatus PostRecv(const RecvWr& wr);
+  // Moves up to out.size() completions out; returns how many.
+  size_t PollCompletions(std::span<Completion> out);
+
+  // Every loop iteration: timeouts, completions of acknowledged Sends and
+  // Writes, transmission resumed.
+  void Poll(uint64_t now_us);
+
+  // Graceful close: queued work is sent, then TCP FIN; receives still
+  // posted are flushed when the connection is gone.
+  void Close(uint64_t now_us);
+  // Abortive close: TCP RST, outstanding work flushed.
+  void Abort(uint64_t now_us);
+
+  QpState state() const { return state_; }
+  const Negotiated& negotiated() const { return neg_; }
+  const QpStats& stats() const { return stats_; }
+  tcp::ConnId conn() const { return conn_; }
+  ConnectError connect_error() const { return connect_error_; }
+  // The last Terminate sent or received.
+  const std::optional<rdmap::TerminateCode>& terminate_sent() const { return term_sent_; }
+  const std::optional<rdmap::TerminateCode>& terminate_received() const { return term_received_; }
+  ByteSpan peer_private_data() const { return ByteSpan(peer_pd_, peer_pd_len_); }
+  const QpOptions& options() const { return options_; }
+
+  // TcpUser.
+  void OnConnected(tcp::ConnId conn) override;
+  size_t OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) override;
+  void OnPeerFin(tcp::ConnId conn) override;
+  void OnSendSpace(tcp::ConnId conn, size_t space) override;
+  void OnClosed(tcp::ConnId conn, tcp::CloseReason reason) override;
+
+ private:
+  struct Impl;
+  Qp(const QpOptions& options, tcp::TcpStack& stack, MemoryDomain& memory, QpObserver& observer);
+
+  // ddp::UntaggedQueues (the RFC 5041 7.1 untagged checks).
+  bool Window(uint32_t qn, ddp::QueueWindow* out) const override;
+  const ddp::UntaggedBuffer* Buffer(uint32_t qn, uint32_t index) const override;
+
+  friend struct Impl;
+  QpOptions options_;
+  tcp::TcpStack& stack_;
+  MemoryDomain& memory_;
+  QpObserver& observer_;
+  QpState state_ = QpState::kIdle;
+  tcp::ConnId conn_;
+  Negotiated neg_;
+  QpStats stats_;
+  ConnectError connect_error_ = ConnectError::kNone;
+  std::optional<rdmap::TerminateCode> term_sent_;
+  std::optional<rdmap::TerminateCode> term_received_;
+  uint8_t peer_pd_[mpa::kMaxPrivateDataLength] = {};
+  size_t peer_pd_len_ = 0;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Passive side: a TcpUser listening on a port that hands each accepted
+// connection to the next idle Qp of a fixed pool the owner supplies.
+class Listener final : public tcp::TcpUser {
+ public:
+  Listener(tcp::TcpStack& stack, uint32_t max_pending);
+  absl::Status Listen(uint16_t port);
+  // Adds an idle Qp to the pool (FIFO). False when the pool is full.
+  bool AddQp(Qp* qp);
+  size_t pool_size() const { return count_; }
+
+  tcp::TcpUser* OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) override;
+  size_t OnData(tcp::ConnId, uint64_t, ByteSpan) override { return 0; }
+
+ private:
+  tcp::TcpStack& stack_;
+  std::unique_ptr<Qp*[]> pool_;
+  uint32_t cap_;
+  uint32_t head_ = 0;
+  uint32_t count_ = 0;
+};
+
+}  // namespace iwarp::engine
+
+#endif  // IWARPD_IWARP_QP_H_

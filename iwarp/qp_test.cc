@@ -1,0 +1,488 @@
+// Two iWARP engines over two TcpStacks joined by an in-memory link on a
+// virtual clock: MPA connection setup, Send / Write / Read end to end with
+// byte comparison and SHA-256 at the sink, CRC and Markers, link impairment.
+#include "iwarp/qp.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/sha256.h"
+#include "iwarp/qp_test_util.h"
+
+namespace iwarp::engine {
+namespace {
+
+using testing::Pair;
+using testing::Side;
+using tcp::testing::Pattern;
+
+QpOptions Opts() { return QpOptions{}; }
+
+// ---------------------------------------------------------------- setup
+
+TEST(QpSetup, Rev2EnhancedWriteRtrAndPrivateData) {
+  Pair p(Opts(), Opts());
+  p.b.obs.reply_pd = {'r', 'e', 'p'};
+  const std::vector<uint8_t> pd = {'h', 'e', 'l', 'l', 'o'};
+  ASSERT_TRUE(p.Establish(ByteSpan(pd)));
+  EXPECT_EQ(p.a.qp->state(), QpState::kRts);
+  EXPECT_EQ(p.b.qp->state(), QpState::kRts);
+  EXPECT_EQ(p.b.obs.request_pd, pd);
+  EXPECT_EQ(p.a.obs.peer_pd, p.b.obs.reply_pd);
+  EXPECT_EQ(p.b.obs.request_revision, 2);
+  const Negotiated& na = p.a.qp->negotiated();
+  const Negotiated& nb = p.b.qp->negotiated();
+  EXPECT_TRUE(na.enhanced && nb.enhanced);
+  EXPECT_TRUE(na.crc && nb.crc);
+  EXPECT_EQ(na.rtr, kRtrWrite);  // Write preferred among the offered types
+  EXPECT_EQ(nb.rtr, kRtrWrite);
+  EXPECT_TRUE(nb.peer_to_peer);
+  // The responder consumed exactly one FPDU (the RTR) before Full Operation.
+  EXPECT_EQ(p.b.qp->stats().fpdus_in, 1u);
+  EXPECT_EQ(p.b.qp->stats().bytes_placed, 0u);
+}
+
+TEST(QpSetup, Rev1NoEnhancedResponderWaitsForFirstFpdu) {
+  QpOptions o = Opts();
+  o.mpa.revision = 1;
+  Pair p(o, Opts());
+  ASSERT_TRUE(p.Connect().ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.established; }, 1'000'000));
+  EXPECT_EQ(p.b.obs.request_revision, 1);
+  EXPECT_EQ(p.a.qp->negotiated().revision, 1);
+  EXPECT_FALSE(p.a.qp->negotiated().enhanced);
+  // Rev 1 (RFC 5044 7.1.2): the responder may not send until the
+  // initiator's first FPDU arrived.
+  EXPECT_EQ(p.b.qp->state(), QpState::kAwaitRtr);
+  std::vector<uint8_t> buf(16);
+  const uint32_t rstag = p.b.mem.Register(16, ddp::kAccessLocalWrite);
+  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{7, LocalSge{rstag, 0x10000, 16}}), PostStatus::kOk);
+  const uint32_t sstag = p.a.mem.Register(4, 0);
+  std::memcpy(p.a.mem.Bytes(sstag).data(), "abcd", 4);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{sstag, 0x10000, 4}}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return !p.b.cqes.empty(); }, 1'000'000));
+  EXPECT_TRUE(p.b.obs.established);
+  EXPECT_EQ(p.b.cqes[0].byte_len, 4u);
+  EXPECT_EQ(std::memcmp(p.b.mem.Bytes(rstag).data(), "abcd", 4), 0);
+}
+
+TEST(QpSetup, ReadRtrAndSendRtr) {
+  for (uint8_t rtr : {kRtrRead, kRtrSend}) {
+    QpOptions oa = Opts();
+    oa.mpa.rtr_types = rtr;
+    Pair p(oa, [&] {
+      QpOptions o = Opts();
+      o.mpa.rtr_types = kRtrSend | kRtrWrite | kRtrRead;
+      return o;
+    }());
+    ASSERT_TRUE(p.Establish()) << int(rtr);
+    EXPECT_EQ(p.a.qp->negotiated().rtr, rtr);
+    EXPECT_EQ(p.b.qp->negotiated().rtr, rtr);
+    // A Send after the RTR still lands (Send RTR used MSN 1 on both sides).
+    const uint32_t rstag = p.b.mem.Register(8, ddp::kAccessLocalWrite);
+    ASSERT_EQ(p.b.qp->PostRecv(RecvWr{9, LocalSge{rstag, 0x10000, 8}}), PostStatus::kOk);
+    const uint32_t sstag = p.a.mem.Register(8, 0);
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{sstag, 0x10000, 8}}),
+              PostStatus::kOk);
+    ASSERT_TRUE(p.RunUntil([&] { return !p.b.cqes.empty() && !p.a.cqes.empty(); }, 1'000'000));
+    EXPECT_EQ(p.b.cqes[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+    if (rtr == kRtrRead) {
+      EXPECT_EQ(p.b.qp->stats().read_responses_sent, 1u);
+    }
+  }
+}
+
+// INTEROP.md: the initiator sends nothing after its Request until the Reply
+// arrives, the responder nothing after its Reply until the RTR arrives, even
+// with work posted early on both sides.
+TEST(QpSetup, NothingSentBeforeTheHandshakeAllows) {
+  Pair p(Opts(), Opts());
+  std::vector<std::pair<QpState, size_t>> a_tx, b_tx;
+  p.a.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
+    if (b.size() > hl) a_tx.push_back({p.a.qp->state(), b.size() - hl});
+  };
+  p.b.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
+    if (b.size() > hl) b_tx.push_back({p.b.qp->state(), b.size() - hl});
+  };
+  const uint32_t sa = p.a.mem.Register(64, 0);
+  const uint32_t sb = p.b.mem.Register(64, 0);
+  const uint32_t wa = p.a.mem.Register(64, ddp::kAccessRemoteWrite);
+  const uint32_t wb = p.b.mem.Register(64, ddp::kAccessRemoteWrite);
+  ASSERT_TRUE(p.Connect().ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.qp->state() == QpState::kAwaitReply; }, 1'000'000));
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaWrite, LocalSge{sa, 0x10000, 64}, wb, 0x10000}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.qp->state() == QpState::kAwaitRtr; }, 1'000'000));
+  ASSERT_EQ(p.b.qp->PostSend(SendWr{2, WrOpcode::kRdmaWrite, LocalSge{sb, 0x10000, 64}, wa, 0x10000}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() == 1 && p.b.cqes.size() == 1; }, 1'000'000));
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(p.b.cqes[0].status, WcStatus::kSuccess);
+  // a: only the 24-byte Request (header + IRD/ORD) before the Reply.
+  ASSERT_GE(a_tx.size(), 2u);
+  EXPECT_EQ(a_tx[0].second, 24u);
+  EXPECT_NE(a_tx[0].first, QpState::kRts);  // emitted while setting up
+  for (size_t i = 1; i < a_tx.size(); ++i) EXPECT_EQ(a_tx[i].first, QpState::kRts) << i;
+  // b: the Reply is emitted before the state moves on; nothing else before the RTR.
+  ASSERT_GE(b_tx.size(), 2u);
+  EXPECT_EQ(b_tx[0].second, 24u);
+  EXPECT_NE(b_tx[0].first, QpState::kRts);
+  for (size_t i = 1; i < b_tx.size(); ++i) EXPECT_EQ(b_tx[i].first, QpState::kRts) << i;
+}
+
+TEST(QpSetup, NoMatchingRtrIsRejected) {
+  QpOptions oa = Opts();
+  oa.mpa.rtr_types = kRtrSend;
+  QpOptions ob = Opts();
+  ob.mpa.rtr_types = kRtrWrite | kRtrRead;  // like siw: no Send RTR
+  Pair p(oa, ob);
+  ASSERT_TRUE(p.Connect().ok());
+  p.RunUntil([&] { return p.a.obs.failed != ConnectError::kNone; }, 1'000'000);
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kNoMatchingRtr);
+  EXPECT_EQ(p.a.obs.failed, ConnectError::kRejected);
+}
+
+TEST(QpSetup, ApplicationRejectCarriesPrivateData) {
+  Pair p(Opts(), Opts());
+  p.b.obs.accept = false;
+  p.b.obs.reply_pd = {'n', 'o'};
+  ASSERT_TRUE(p.Connect().ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.failed != ConnectError::kNone; }, 1'000'000));
+  EXPECT_EQ(p.a.obs.failed, ConnectError::kRejected);
+  EXPECT_EQ(p.a.obs.peer_pd, p.b.obs.reply_pd);
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kRejectedLocally);
+  EXPECT_EQ(p.a.qp->state(), QpState::kError);
+  p.RunUntil([&] { return p.a.obs.disconnected && p.b.obs.disconnected; }, 1'000'000);
+  EXPECT_TRUE(p.a.obs.disconnected);
+}
+
+TEST(QpSetup, OversizedPrivateDataFailsSetup) {
+  QpOptions ob = Opts();
+  ob.mpa.max_private_data = 16;
+  Pair p(Opts(), ob);
+  std::vector<uint8_t> pd(100, 7);
+  ASSERT_TRUE(p.Connect(ByteSpan(pd)).ok());
+  p.RunUntil([&] { return p.a.obs.failed != ConnectError::kNone; }, 1'000'000);
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kInvalidStartupFrame);
+  EXPECT_EQ(p.b.obs.requests, 0);  // never shown to the application
+  EXPECT_EQ(p.a.obs.failed, ConnectError::kTcpFailed);  // RST
+  // Above the RFC maximum the initiator refuses locally.
+  Pair q(Opts(), Opts());
+  std::vector<uint8_t> big(510, 1);
+  EXPECT_FALSE(q.Connect(ByteSpan(big)).ok());
+}
+
+TEST(QpSetup, MarkersRequestedAndCrcFromEitherSide) {
+  QpOptions oa = Opts();
+  oa.mpa.crc = false;
+  oa.mpa.want_markers = true;
+  QpOptions ob = Opts();
+  ob.mpa.crc = true;
+  Pair p(oa, ob);
+  ASSERT_TRUE(p.Establish());
+  EXPECT_TRUE(p.a.qp->negotiated().crc);
+  EXPECT_TRUE(p.b.qp->negotiated().crc);
+  EXPECT_TRUE(p.a.qp->negotiated().rx_markers);
+  EXPECT_FALSE(p.a.qp->negotiated().tx_markers);
+  EXPECT_TRUE(p.b.qp->negotiated().tx_markers);
+}
+
+// A TcpUser that accepts or connects and then says nothing.
+class SilentUser : public tcp::TcpUser {
+ public:
+  tcp::TcpUser* OnAccept(tcp::ConnId, const tcp::FourTuple&) override { return this; }
+  size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override { return d.size(); }
+};
+
+TEST(QpSetup, InitiatorTimesOutWithoutReply) {
+  Pair p(Opts(), Opts());
+  SilentUser silent;
+  ASSERT_TRUE(p.b.stack->Listen(9999, silent).ok());
+  ASSERT_TRUE(p.a.qp->Connect(tcp::testing::kIpA, tcp::testing::kIpB, 9999, {}, p.link.now).ok());
+  ASSERT_FALSE(p.RunUntil([&] { return p.a.obs.failed != ConnectError::kNone; }, 9'000'000));
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.failed != ConnectError::kNone; }, 2'000'000));
+  EXPECT_EQ(p.a.obs.failed, ConnectError::kTimeout);
+}
+
+TEST(QpSetup, ResponderTimesOutWithoutRequest) {
+  Pair p(Opts(), Opts());
+  SilentUser silent;
+  ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, silent,
+                                 0, p.link.now)
+                  .ok());
+  ASSERT_FALSE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 4'000'000));
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 2'000'000));
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kTimeout);
+}
+
+// A raw initiator: on connect it writes `bytes` (an MPA Request, maybe with
+// more after it) and then stays silent.
+class RawInitiator : public tcp::TcpUser {
+ public:
+  RawInitiator(tcp::TcpStack& s, std::vector<uint8_t> b) : stack(s), bytes(std::move(b)) {}
+  void OnConnected(tcp::ConnId c) override {
+    stack.Send(c, ByteSpan(bytes), 0);
+  }
+  size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override {
+    received.insert(received.end(), d.begin(), d.end());
+    return d.size();
+  }
+  tcp::TcpStack& stack;
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> received;
+};
+
+std::vector<uint8_t> RequestBytes(bool write_rtr) {
+  mpa::StartupFrame f;
+  f.type = mpa::FrameType::kRequest;
+  f.crc = true;
+  f.revision = 2;
+  mpa::IrdOrd io;
+  io.ird = 8;
+  io.ord = 8;
+  io.peer_to_peer = true;
+  io.write_rtr = write_rtr;
+  f.ird_ord = io;
+  std::vector<uint8_t> b(mpa::StartupFrameSize(f));
+  mpa::EncodeStartupFrame(f, MutableByteSpan(b));
+  return b;
+}
+
+TEST(QpSetup, ResponderTimesOutWithoutRtr) {
+  Pair p(Opts(), Opts());
+  RawInitiator raw(*p.a.stack, RequestBytes(true));
+  ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, raw, 0,
+                                 p.link.now)
+                  .ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.qp->state() == QpState::kAwaitRtr; }, 1'000'000));
+  p.RunUntil([] { return false; }, 100'000);
+  EXPECT_EQ(raw.received.size(), 24u);  // the Reply, and nothing after it
+  EXPECT_EQ(std::string(raw.received.begin(), raw.received.begin() + 16), "MPA ID Rep Frame");
+  ASSERT_FALSE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 9'000'000));
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 2'000'000));
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kTimeout);
+}
+
+TEST(QpSetup, BytesAfterTheRequestAreAProtocolError) {
+  Pair p(Opts(), Opts());
+  std::vector<uint8_t> b = RequestBytes(true);
+  b.insert(b.end(), {0, 0, 0, 0});  // an initiator may not send before the Reply
+  RawInitiator raw(*p.a.stack, b);
+  ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, raw, 0,
+                                 p.link.now)
+                  .ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 1'000'000));
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kInvalidStartupFrame);
+  EXPECT_EQ(p.b.obs.requests, 0);
+  EXPECT_TRUE(raw.received.empty());  // no Reply
+}
+
+// ---------------------------------------------------------------- data
+
+struct DataCase {
+  size_t size;
+  bool crc;
+  bool markers;  // both directions
+};
+
+class QpData : public ::testing::TestWithParam<DataCase> {};
+
+std::string Hex(const Sha256::Digest& d) { return ToHex(d); }
+
+// Runs a Send, an RDMA Write and an RDMA Read of `size` bytes from a to b
+// (the Read pulls b's bytes into a) and compares SHA-256 at each sink.
+void RunTransfers(Pair& p, size_t size) {
+  const std::vector<uint8_t> src = Pattern(size, static_cast<uint32_t>(size + 3));
+  const std::vector<uint8_t> src2 = Pattern(size, static_cast<uint32_t>(size + 11));
+  const size_t rsize = size == 0 ? 1 : size;
+  // a: send/write source, read sink.
+  const uint32_t a_src = p.a.mem.Register(rsize, 0);
+  const uint32_t a_sink = p.a.mem.Register(rsize, ddp::kAccessAll);
+  // b: recv buffer, write sink, read source.
+  const uint32_t b_recv = p.b.mem.Register(rsize, ddp::kAccessLocalWrite);
+  const uint32_t b_wsink = p.b.mem.Register(rsize, ddp::kAccessRemoteWrite, 0x7000'0000);
+  const uint32_t b_rsrc = p.b.mem.Register(rsize, ddp::kAccessRemoteRead, 0x9000'0000);
+  std::copy(src.begin(), src.end(), p.a.mem.Bytes(a_src).begin());
+  std::copy(src2.begin(), src2.end(), p.b.mem.Bytes(b_rsrc).begin());
+  const uint32_t len = static_cast<uint32_t>(size);
+
+  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{100, LocalSge{b_recv, 0x10000, len}}), PostStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{a_src, 0x10000, len}}),
+            PostStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{2, WrOpcode::kRdmaWrite, LocalSge{a_src, 0x10000, len},
+                                    b_wsink, 0x7000'0000}),
+            PostStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{3, WrOpcode::kRdmaRead, LocalSge{a_sink, 0x10000, len},
+                                    b_rsrc, 0x9000'0000}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() >= 3 && p.b.cqes.size() >= 1; },
+                         600'000'000))
+      << "a completions " << p.a.cqes.size() << " b " << p.b.cqes.size();
+  ASSERT_EQ(p.a.cqes.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.a.cqes[i].wr_id, i + 1);
+    EXPECT_EQ(p.a.cqes[i].status, WcStatus::kSuccess) << WcStatusName(p.a.cqes[i].status);
+  }
+  EXPECT_EQ(p.a.cqes[2].opcode, WcOpcode::kRdmaRead);
+  ASSERT_EQ(p.b.cqes.size(), 1u);
+  EXPECT_EQ(p.b.cqes[0].wr_id, 100u);
+  EXPECT_EQ(p.b.cqes[0].byte_len, len);
+  const Sha256::Digest want = Sha256::Hash(ByteSpan(src));
+  EXPECT_EQ(Hex(Sha256::Hash(p.b.mem.Bytes(b_recv).first(size))), Hex(want));
+  EXPECT_EQ(Hex(Sha256::Hash(p.b.mem.Bytes(b_wsink).first(size))), Hex(want));
+  EXPECT_EQ(Hex(Sha256::Hash(p.a.mem.Bytes(a_sink).first(size))),
+            Hex(Sha256::Hash(ByteSpan(src2))));
+  EXPECT_TRUE(p.a.mem.GuardsIntact());
+  EXPECT_TRUE(p.b.mem.GuardsIntact());
+  EXPECT_EQ(p.a.qp->stats().terminates_sent + p.b.qp->stats().terminates_sent, 0u);
+}
+
+TEST_P(QpData, SendWriteReadSha256) {
+  const DataCase c = GetParam();
+  QpOptions o = Opts();
+  o.mpa.crc = c.crc;
+  o.mpa.want_markers = c.markers;
+  Pair p(o, o);
+  ASSERT_TRUE(p.Establish());
+  EXPECT_EQ(p.a.qp->negotiated().crc, c.crc);
+  EXPECT_EQ(p.a.qp->negotiated().tx_markers, c.markers);
+  EXPECT_EQ(p.b.qp->negotiated().tx_markers, c.markers);
+  RunTransfers(p, c.size);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, QpData,
+    ::testing::Values(DataCase{0, true, false}, DataCase{1, true, false},
+                      DataCase{4096, true, false}, DataCase{65536, true, false},
+                      DataCase{1 << 20, true, false}, DataCase{16 << 20, true, false},
+                      DataCase{0, false, false}, DataCase{1, false, false},
+                      DataCase{65536, false, false}, DataCase{1 << 20, false, false},
+                      DataCase{0, true, true}, DataCase{1, true, true},
+                      DataCase{4096, true, true}, DataCase{65536, true, true},
+                      DataCase{1 << 20, true, true}, DataCase{16 << 20, true, true}),
+    [](const ::testing::TestParamInfo<DataCase>& i) {
+      return std::to_string(i.param.size) + (i.param.crc ? "_crc" : "_nocrc") +
+             (i.param.markers ? "_markers" : "");
+    });
+
+TEST(QpData, ImpairedLinkDeliversIdenticalData) {
+  tcp::testing::Link::Impairment imp;
+  imp.drop = 0.02;
+  imp.duplicate = 0.02;
+  imp.reorder = 0.05;
+  imp.seed = 7;
+  QpOptions o = Opts();
+  o.mpa.want_markers = true;
+  Pair p(o, o, imp);
+  ASSERT_TRUE(p.Establish());
+  RunTransfers(p, 1 << 20);
+  EXPECT_GT(p.link.dropped, 0u);
+  EXPECT_GT(p.link.duplicated, 0u);
+  EXPECT_GT(p.link.reordered, 0u);
+}
+
+// RFC 5044 4.5 / INTEROP.md: one FPDU per segment, filling the EMSS, with
+// and without Markers (full-sized segments also keep the peer's
+// every-second-segment ACKs coming).
+TEST(QpData, FpdusFillTheEmss) {
+  for (bool markers : {false, true}) {
+    QpOptions o = Opts();
+    o.mpa.want_markers = markers;
+    Pair p(o, o);
+    ASSERT_TRUE(p.Establish());
+    const uint32_t emss = p.a.stack->Emss(p.a.qp->conn());
+    size_t max_payload = 0, full = 0, data_segments = 0;
+    p.a.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
+      const size_t n = b.size() - hl;
+      if (n == 0) return;
+      max_payload = std::max(max_payload, n);
+      ++data_segments;
+      if (n == emss) ++full;
+    };
+    const uint64_t fpdus_before = p.a.qp->stats().fpdus_out;
+    RunTransfers(p, 200000);
+    EXPECT_LE(max_payload, emss) << markers;
+    // Send + Write + Read Request: 2 x 200000 bytes leave a; all but each
+    // message's last segment are full.
+    EXPECT_GE(full, 2 * 200000u / emss - 2) << markers;
+    // No FPDU spans segments (a small FPDU may share a segment with the tail
+    // of the one before it).
+    EXPECT_LE(data_segments, p.a.qp->stats().fpdus_out - fpdus_before) << markers;
+  }
+}
+
+// RFC 6581: the initiator's ORD is clamped to the responder's IRD, and
+// Reads beyond it wait in the send queue instead of overrunning the peer
+// (which would answer with a Terminate).
+TEST(QpData, ReadsBeyondOrdWaitForAFreeSlot) {
+  QpOptions oa = Opts();
+  oa.mpa.ord = 16;
+  QpOptions ob = Opts();
+  ob.mpa.ird = 2;
+  Pair p(oa, ob);
+  ASSERT_TRUE(p.Establish());
+  EXPECT_EQ(p.a.qp->negotiated().ord, 2);
+  constexpr uint32_t kLen = 64 * 1024;
+  const std::vector<uint8_t> pat = Pattern(kLen, 99);
+  const uint32_t src = p.b.mem.Register(kLen, ddp::kAccessRemoteRead);
+  std::copy(pat.begin(), pat.end(), p.b.mem.Bytes(src).begin());
+  std::vector<uint32_t> sinks;
+  for (uint64_t i = 0; i < 8; ++i) {
+    sinks.push_back(p.a.mem.Register(kLen, ddp::kAccessAll));
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{i, WrOpcode::kRdmaRead, LocalSge{sinks.back(), 0x10000, kLen},
+                                      src, 0x10000}),
+              PostStatus::kOk);
+  }
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() == 8; }, 10'000'000));
+  for (uint64_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(p.a.cqes[i].wr_id, i);
+    EXPECT_EQ(p.a.cqes[i].status, WcStatus::kSuccess);
+    EXPECT_TRUE(std::equal(pat.begin(), pat.end(), p.a.mem.Bytes(sinks[i]).begin())) << i;
+  }
+  EXPECT_EQ(p.b.qp->stats().terminates_sent, 0u);
+  EXPECT_EQ(p.b.qp->stats().read_responses_sent, 8u);
+}
+
+TEST(QpTeardown, GracefulCloseCompletesThenFlushesReceives) {
+  Pair p(Opts(), Opts());
+  ASSERT_TRUE(p.Establish());
+  const uint32_t r = p.b.mem.Register(64, ddp::kAccessLocalWrite);
+  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{55, LocalSge{r, 0x10000, 64}}), PostStatus::kOk);
+  const uint32_t s = p.a.mem.Register(64, 0);
+  const uint32_t w = p.b.mem.Register(64, ddp::kAccessRemoteWrite);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaWrite, LocalSge{s, 0x10000, 64}, w, 0x10000}),
+            PostStatus::kOk);
+  p.a.qp->Close(p.link.now);
+  EXPECT_EQ(p.a.qp->PostSend(SendWr{2, WrOpcode::kSend, LocalSge{s, 0x10000, 1}}),
+            PostStatus::kNotConnected);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.disconnected && p.b.obs.disconnected; }, 5'000'000));
+  ASSERT_EQ(p.a.cqes.size(), 1u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+  ASSERT_EQ(p.b.cqes.size(), 1u);
+  EXPECT_EQ(p.b.cqes[0].wr_id, 55u);
+  EXPECT_EQ(p.b.cqes[0].status, WcStatus::kFlushed);
+}
+
+TEST(QpTeardown, AbortFlushesOutstandingWork) {
+  Pair p(Opts(), Opts());
+  ASSERT_TRUE(p.Establish());
+  const uint32_t s = p.a.mem.Register(1 << 20, 0);
+  const uint32_t w = p.b.mem.Register(1 << 20, ddp::kAccessRemoteWrite);
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{i, WrOpcode::kRdmaWrite, LocalSge{s, 0x10000, 1 << 20}, w,
+                                      0x10000}),
+              PostStatus::kOk);
+  }
+  p.a.qp->Abort(p.link.now);
+  p.a.Drain();
+  ASSERT_EQ(p.a.cqes.size(), 4u);
+  for (const Completion& c : p.a.cqes) EXPECT_EQ(c.status, WcStatus::kFlushed);
+  EXPECT_TRUE(p.a.obs.disconnected);
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.disconnected; }, 1'000'000));
+}
+
+}  // namespace
+}  // namespace iwarp::engine
