@@ -2117,7 +2117,7 @@ void TcpStack::ConsumeReceived(ConnId id, size_t bytes, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;
   Impl::Conn* c = m.Get(id);
-  if (c == nullptr) return;
+  if (c == nullptr || c->user == nullptr) return;  // closed for the user (TIME-WAIT)
   const Seq32 data_end = c->reasm->fin_delivered() ? c->reasm->rcv_nxt() - 1u : c->reasm->rcv_nxt();
   const int32_t avail = data_end - c->rcv_consumed;
   if (avail <= 0) return;
@@ -2131,7 +2131,7 @@ void TcpStack::DeliverPending(ConnId id, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;
   Impl::Conn* c = m.Get(id);
-  if (c == nullptr) return;
+  if (c == nullptr || c->user == nullptr) return;
   const uint32_t gen = c->generation;
   m.DeliverToUser(*c);
   if (Impl::Alive(*c, gen) && c->ack_now) m.SendAck(*c);
