@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -38,6 +39,18 @@ void Ring(int eventfd) {
   const uint64_t one = 1;
   // A full counter (EAGAIN) still means "readable": nothing is lost.
   [[maybe_unused]] const ssize_t n = write(eventfd, &one, sizeof(one));
+}
+
+// True if `fd` is an eventfd. The daemon writes to and reads from the
+// descriptors an application hands it; a pipe or socket there could block the
+// daemon's thread, so nothing else is accepted.
+bool IsEventfd(int fd) {
+  char link[64];
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+  if (n <= 0) return false;
+  link[n] = '\0';
+  return std::strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
 void Drain(int eventfd) {
@@ -528,10 +541,9 @@ int SessionServer::DoOpen(Session* s, const Message& req, size_t len, int* fds, 
     s->last_error = absl::StrFormat("ABI version %u, daemon speaks %u", r.abi_version, kAbiVersion);
     return EPROTONOSUPPORT;
   }
-  // Both must be eventfds: the daemon writes 8 bytes to one and reads the other.
-  uint64_t probe = 0;
-  if (write(evfd.get(), &probe, sizeof(probe)) != sizeof(probe)) {
-    s->last_error = "event descriptor is not an eventfd";
+  // Both must be eventfds: the daemon writes to one and reads the other.
+  if (!IsEventfd(doorbell.get()) || !IsEventfd(evfd.get())) {
+    s->last_error = "doorbell and event descriptors must be eventfds";
     return EINVAL;
   }
   const int fl = fcntl(doorbell.get(), F_GETFL);
@@ -626,8 +638,7 @@ int SessionServer::DoCreateCq(Session* s, const Message& req, size_t len, int* f
     s->last_error = "max_cqs_per_session reached";
     return EDQUOT;
   }
-  uint64_t probe = 0;
-  if (write(evfd.get(), &probe, sizeof(probe)) != sizeof(probe)) {
+  if (!IsEventfd(evfd.get())) {
     s->last_error = "CQ descriptor is not an eventfd";
     return EINVAL;
   }
@@ -976,9 +987,17 @@ bool SessionServer::ExecuteSqe(Qp* qp, const Sqe& sqe) {
   const bool signaled = (sqe.flags & kWrSignaled) != 0;
   // Room for our completion (and the peer's receive completion) first, so an
   // executed request always completes. A full CQ holds the SQ back.
-  if (qp->scq->ring.FreeSlots() < 2) return false;
   const bool is_send = !IsWriteOpcode(op) && !IsReadOpcode(op);
-  if (is_send && peer->rcq->ring.FreeSlots() < 2) return false;
+  const int64_t own_free = qp->scq->ring.FreeSlots();
+  const int64_t peer_free = is_send ? peer->rcq->ring.FreeSlots() : 2;
+  if (own_free < 0 || peer_free < 0) {
+    // An application wrote an impossible CQ index: its CQ can take nothing
+    // more, so the stream ends rather than stalling the other side forever.
+    Add(counters_->ring_corruptions, 1);
+    FailQps(qp, ddp::DdpError::kNone, rdmap::codes::kCatastrophicStream, EPROTO);
+    return true;
+  }
+  if (own_free < 2 || peer_free < 2) return false;
 
   auto fail_local = [&](WcStatus st) {
     cqe.status = static_cast<uint8_t>(st);

@@ -22,7 +22,8 @@ class TestHost {
   explicit TestHost(SessionServerOptions opts = {}) {
     char tmpl[] = "/tmp/iwarp-appif-XXXXXX";
     dir_ = mkdtemp(tmpl);
-    opts.socket_path = dir_ + "/iwarpd.sock";
+    socket_path_ = dir_ + "/iwarpd.sock";
+    opts.socket_path = socket_path_;
     if (opts.idle_polls_before_sleep == 2048) opts.idle_polls_before_sleep = 256;
     if (!opts.log && getenv("IWARP_TEST_LOG") != nullptr) {
       opts.log = [](std::string_view l) { fprintf(stderr, "%.*s\n", static_cast<int>(l.size()), l.data()); };
@@ -43,13 +44,13 @@ class TestHost {
   }
   bool ok() const { return server_ != nullptr; }
   const absl::Status& status() const { return status_; }
-  const std::string& socket_path() const { return socket_path_ = dir_ + "/iwarpd.sock"; }
+  const std::string& socket_path() const { return socket_path_; }
   SessionServer* server() const { return server_.get(); }
   SessionServerStats stats() const { return server_->stats(); }
 
  private:
   std::string dir_;
-  mutable std::string socket_path_;
+  std::string socket_path_;
   absl::Status status_;
   std::unique_ptr<SessionServer> server_;
   std::atomic<bool> stop_{false};

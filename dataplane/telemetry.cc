@@ -262,6 +262,12 @@ int ConnectionsCommand(const char*, const char* params, rte_tel_data* d) {
       rte_tel_data_add_dict_u64(e, "cwnd", c.cwnd);
       rte_tel_data_add_dict_u64(e, "snd_wnd", c.snd_wnd);
       rte_tel_data_add_dict_u64(e, "unacked", c.unacked_bytes);
+      // Negotiated options (RFC 2018, RFC 7323): "sack ts wscale:SND,RCV".
+      rte_tel_data_add_dict_string(
+          e, "options",
+          absl::StrCat(c.sack ? "sack " : "", c.timestamps ? "ts " : "", "wscale:", c.snd_wscale,
+                       ",", c.rcv_wscale)
+              .c_str());
       const std::string key = absl::StrCat("conn_", index);
       rte_tel_data_add_dict_container(d, key.c_str(), e, 0);
       ++shown;

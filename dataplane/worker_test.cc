@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checksum.h"
 #include "dataplane/l3/flow_hash.h"
 #include "dataplane/l3/test_frames.h"
 #include "dataplane/port.h"
@@ -220,6 +221,78 @@ TEST_F(WorkerTest, ChainedMbufIsDroppedUnderItsName) {
   workers_[0]->ReceiveBurst(&head, 1, workers_[0]->NowMs());
   EXPECT_EQ(stats_[0].Dropped(DropReason::kRxMultiSegment), 1u);
   EXPECT_EQ(stats_[0].icmp_echo_requests_in.Get(), 0u);
+  EXPECT_EQ(FreeMbufs(), free_before);
+}
+
+// A SYN (RFC 9293 3.1, no options) from the peer to our `dport`, with its
+// checksum over the pseudo header.
+std::vector<uint8_t> SynFrame(const MacAddr& dst_mac, uint16_t sport, uint16_t dport) {
+  std::vector<uint8_t> tcp(20, 0);
+  StoreBe16(tcp.data(), sport);
+  StoreBe16(tcp.data() + 2, dport);
+  StoreBe32(tcp.data() + 4, 1000);  // seq
+  tcp[12] = 5 << 4;
+  tcp[13] = 0x02;  // SYN
+  StoreBe16(tcp.data() + 14, 65535);
+  uint8_t pseudo[12];
+  StoreBe32(pseudo, kPeerIp);
+  StoreBe32(pseudo + 4, kOurIp);
+  pseudo[8] = 0;
+  pseudo[9] = 6;
+  StoreBe16(pseudo + 10, 20);
+  StoreBe16(tcp.data() + 16, ChecksumFold(ChecksumAdd(ChecksumAdd(0, pseudo), tcp)));
+  testing::Ipv4Fields ip;
+  ip.protocol = 6;
+  return testing::Ipv4Frame(ip, tcp, dst_mac);
+}
+
+// TCP through a real worker: a SYN to the echo service is answered with a
+// SYN-ACK built by the worker (Ethernet + IPv4 around the engine's segment)
+// once the peer's MAC is known.
+class WorkerTcpTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    config::ServiceConfig echo;
+    echo.name = "echo";
+    echo.type = config::ServiceType::kEcho;
+    echo.port = 7;
+    cfg_.services.push_back(echo);
+    WorkerTest::SetUp();
+  }
+};
+
+TEST_F(WorkerTcpTest, SynToAServiceIsAnsweredAfterArp) {
+  // A source port whose flow worker 0 owns, so no steering is involved.
+  uint16_t sport = 40000;
+  while (OwnerOfHash(FlowHash({kPeerIp, kOurIp, sport, 7}), 2) != 0) ++sport;
+  const unsigned free_before = FreeMbufs();
+  const uint64_t now = workers_[0]->NowMs();
+  rte_mbuf* m = Mbuf(SynFrame(ports_[0].mac, sport, 7));
+  workers_[0]->ReceiveBurst(&m, 1, now);
+  workers_[0]->PollOnce(now);
+  tcp::TcpStack* tcp = workers_[0]->tcp_stack();
+  ASSERT_NE(tcp, nullptr);
+  EXPECT_EQ(tcp->stats().segments_in, 1u);
+  EXPECT_EQ(tcp->connection_count(), 1u);
+  // The peer's MAC is unknown: the SYN-ACK waits for ARP, which went out.
+  EXPECT_EQ(stats_[0].arp_requests_out.Get(), 1u);
+  EXPECT_EQ(stats_[0].tx_packets.Get(), 1u);
+  EXPECT_EQ(workers_[0]->stack().pending_packets(kPeerIp), 1u);
+  rte_mbuf* reply = Mbuf(testing::ArpFrame(2, ports_[0].mac, kPeerMac, kPeerIp, ports_[0].mac,
+                                           kOurIp));
+  workers_[0]->ReceiveBurst(&reply, 1, now);
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(stats_[0].tx_packets.Get(), 2u);  // ARP request + SYN-ACK
+  // The SYN carried no options, so the SYN-ACK carries the MSS only
+  // (RFC 7323 2.2, 3.2; RFC 2018 2): 14 + 20 + 20 + 4 bytes.
+  EXPECT_EQ(stats_[0].tx_bytes.Get() - 42, 58u);
+  tcp::TcpConnInfo info;
+  ASSERT_EQ(tcp->ListConnections(std::span<tcp::TcpConnInfo>(&info, 1)), 1u);
+  EXPECT_EQ(info.state, tcp::TcpState::kSynReceived);
+  EXPECT_EQ(info.tuple.local_port, 7);
+  EXPECT_EQ(info.tuple.remote_port, sport);
+  EXPECT_EQ(info.segments_out, 1u);
+  workers_.clear();  // frees the worker's TCP stack and ARP queue
   EXPECT_EQ(FreeMbufs(), free_before);
 }
 

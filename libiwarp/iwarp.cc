@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -48,7 +49,7 @@ struct iwarp_session {
   std::mutex mu;  // control calls
   uint32_t seq = 0;
   std::string last_error;
-  bool dead = false;
+  std::atomic<bool> dead{false};  // set by any thread that sees the daemon gone
   bool fatal_reported = false;
   struct Block {
     ai::Mapping map;
@@ -317,7 +318,9 @@ int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
       cq->ring.CancelWait();
       return 0;
     }
-    pollfd p[2] = {{cq->eventfd.get(), POLLIN, 0}, {cq->s->sock.get(), POLLIN | POLLRDHUP, 0}};
+    // The socket is watched for hang-up only: a response to another thread's
+    // control call must not wake this wait.
+    pollfd p[2] = {{cq->eventfd.get(), POLLIN, 0}, {cq->s->sock.get(), POLLRDHUP, 0}};
     const int n = poll(p, 2, timeout_ms);
     if (n < 0 && errno != EINTR) return -errno;
     if (n == 0) {

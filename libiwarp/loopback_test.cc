@@ -17,6 +17,7 @@
 #include "appif/test_host.h"
 #include "gtest/gtest.h"
 #include "libiwarp/iwarp.h"
+#include "libiwarp/iwarp.hpp"
 
 namespace iwarp::appif {
 namespace {
@@ -517,6 +518,127 @@ TEST(LoopbackStress, CreateDestroyLoopLeaksNothing) {
   EXPECT_EQ(s.registered_bytes, 0u);
   EXPECT_EQ(CountFds(), fds);
   EXPECT_EQ(CountMaps(), maps);
+}
+
+}  // namespace
+}  // namespace iwarp::appif
+
+namespace iwarp::appif {
+namespace {
+
+// The C++ wrapper: RAII handles over the same C calls.
+TEST(CppWrapper, SendThroughOwningHandles) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  {
+    Session a, b;
+    ASSERT_EQ(a.Open(host.socket_path()), 0);
+    ASSERT_EQ(b.Open(host.socket_path()), 0);
+    uint32_t pa, pb;
+    ASSERT_EQ(a.AllocPd(&pa), 0);
+    ASSERT_EQ(b.AllocPd(&pb), 0);
+    void *ma, *mb;
+    ASSERT_EQ(a.MemAlloc(4096, 0, &ma), 0);
+    ASSERT_EQ(b.MemAlloc(4096, 0, &mb), 0);
+    iwarp_mr ra, rb;
+    ASSERT_EQ(a.RegMr(pa, ma, 4096, IWARP_ACCESS_LOCAL_WRITE, &ra), 0);
+    ASSERT_EQ(b.RegMr(pb, mb, 4096, 0, &rb), 0);
+    Cq ca, cb;
+    ASSERT_EQ(a.CreateCq(16, &ca), 0);
+    ASSERT_EQ(b.CreateCq(16, &cb), 0);
+    Qp qa, qb;
+    ASSERT_EQ(a.CreateQp(pa, ca, ca, 8, 8, &qa), 0);
+    ASSERT_EQ(b.CreateQp(pb, cb, cb, 8, 8, &qb), 0);
+    iwarp_sge rs{ra.addr, 64, ra.stag};
+    iwarp_recv_wr rw{5, &rs, 1};
+    ASSERT_EQ(qa.PostRecv({&rw, 1}), 1);
+    uint32_t lid;
+    ASSERT_EQ(a.Listen({0, 6000}, &lid), 0);
+    ASSERT_EQ(qb.Connect({0, 6000}), 0);
+    iwarp_event ev;
+    ASSERT_EQ(a.GetEvent(&ev, 5000), 1);
+    ASSERT_EQ(a.Accept(ev.request_id, qa), 0);
+    ASSERT_EQ(b.GetEvent(&ev, 5000), 1);
+    ASSERT_EQ(ev.type, IWARP_EVENT_ESTABLISHED);
+    std::memcpy(mb, "wrapped", 7);
+    iwarp_sge ss{rb.addr, 7, rb.stag};
+    iwarp_send_wr sw{};
+    sw.wr_id = 9;
+    sw.opcode = IWARP_WR_SEND;
+    sw.flags = IWARP_SEND_SIGNALED;
+    sw.sg_list = &ss;
+    sw.num_sge = 1;
+    ASSERT_EQ(qb.PostSend({&sw, 1}), 1);
+    iwarp_wc wc[2];
+    ASSERT_EQ(ca.Wait(5000), 0);
+    ASSERT_EQ(ca.Poll(wc), 1);
+    EXPECT_EQ(wc[0].wr_id, 5u);
+    EXPECT_EQ(wc[0].byte_len, 7u);
+    EXPECT_EQ(std::memcmp(ma, "wrapped", 7), 0);
+    // Handles released in reverse order of declaration: QPs, CQs, sessions.
+  }
+  for (int i = 0; i < 200 && host.stats().sessions_active != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(host.stats().sessions_active, 0u);
+  EXPECT_EQ(host.stats().qps_active, 0u);
+}
+
+}  // namespace
+}  // namespace iwarp::appif
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "appif/proto.h"
+
+namespace iwarp::appif {
+namespace {
+
+// A hostile client speaking the protocol directly: descriptors that are not
+// eventfds (here a pipe, which could block the daemon) are refused.
+TEST(RawProtocol, OpenRefusesDescriptorsThatAreNotEventfds) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  const int sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, host.socket_path().c_str(), host.socket_path().size());
+  ASSERT_EQ(connect(sock, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  Message m;
+  m.hdr.op = static_cast<uint32_t>(Op::kOpen);
+  m.hdr.seq = 1;
+  SetBody(&m, OpenReq{});
+  const int fds[2] = {p[0], p[1]};
+  ASSERT_EQ(SendMessage(sock, m, fds, 2), 0);
+  Message r;
+  int rfds[kMaxFds];
+  int n = 0;
+  long len = -EAGAIN;
+  for (int i = 0; i < 500 && len == -EAGAIN; ++i) {
+    len = RecvMessage(sock, &r, rfds, &n);
+    if (len == -EAGAIN) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(len, 0);
+  EXPECT_EQ(r.hdr.error, EINVAL);
+  EXPECT_EQ(n, 0);
+  EXPECT_NE(std::string(reinterpret_cast<char*>(r.body)).find("eventfd"), std::string::npos);
+  // Not opened: other requests are refused too.
+  m.hdr.op = static_cast<uint32_t>(Op::kAllocPd);
+  m.hdr.seq = 2;
+  ASSERT_EQ(SendMessage(sock, m, nullptr, 0), 0);
+  len = -EAGAIN;
+  for (int i = 0; i < 500 && len == -EAGAIN; ++i) {
+    len = RecvMessage(sock, &r, rfds, &n);
+    if (len == -EAGAIN) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(len, 0);
+  EXPECT_EQ(r.hdr.error, EPROTO);
+  close(p[0]);
+  close(p[1]);
+  close(sock);
 }
 
 }  // namespace

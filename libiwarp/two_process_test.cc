@@ -138,6 +138,18 @@ TEST(TwoProcess, WriteReadSendInvalidateBetweenApplications) {
   EXPECT_EQ(host.stats().mapped_bytes, 0u);
 }
 
+TEST(TwoProcess, CApplication) {
+  const char* app = getenv("IWARP_C_APP");
+  if (app == nullptr) GTEST_SKIP() << "IWARP_C_APP not set (run through meson test)";
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  Child c({app, host.socket_path()});
+  EXPECT_EQ(c.ReadLine(), "C_API_OK") << c.Drain();
+  EXPECT_TRUE(Exited0(c.Wait()));
+  EXPECT_TRUE(Eventually([&] { return host.stats().sessions_closed == 1; }));
+  EXPECT_EQ(host.stats().stags_in_use, 0u);
+}
+
 TEST(TwoProcess, KillNineMidTransferCleansUpAndOthersKeepWorking) {
   TestHost host;
   ASSERT_TRUE(host.ok()) << host.status();

@@ -1,3 +1,26 @@
+// TcpStack implementation. Layout: a fixed table of Conn slots (hash chains
+// by 4-tuple, a free list, a FIFO of TIME-WAIT slots), one timer wheel with
+// three timers per connection (retransmission / persist / TIME-WAIT share one,
+// delayed ACK, keepalive), and per-slot rings allocated by Create().
+//
+// Choices where the RFCs leave room, and known simplifications:
+//  - RTT is measured with one timed segment per window (RFC 6298 with Karn's
+//    rule), in microseconds. Timestamps (millisecond TSval) serve PAWS, and
+//    their echo gives an RTT sample only to end an RTO backoff. A segment
+//    without timestamps on a timestamp connection is accepted (RFC 7323 3.2
+//    says SHOULD drop; Linux accepts).
+//  - RFC 3042 limited transmit on the first two duplicate ACKs.
+//  - SACK recovery follows RFC 6675 with pipe computed from the scoreboard
+//    (bytes above the highest SACKed byte plus retransmitted hole bytes) and
+//    NextSeg rules (1) and (2); rule (3)/(4) (rescue retransmission) are not
+//    implemented. The scoreboard keeps 16 ranges and is cleared on RTO.
+//  - After an RTO the sender goes back to SND.UNA (RFC 5681 3.1) and resends
+//    within cwnd, skipping ranges still SACKed.
+//  - The zero-window probe is one byte of new data (RFC 9293 3.8.6.1); the
+//    persist timer backs off and never gives up (RFC 1122 4.2.2.17).
+//  - Data carried on a SYN is not accepted (it is retransmitted by the peer).
+//  - Receiver SWS avoidance: a window update is sent when the user consumes
+//    data and the window the peer knows has dropped below min(buffer/2, 4 MSS).
 #include "tcp_lite/tcp_stack.h"
 
 #include <algorithm>
@@ -46,7 +69,6 @@ std::string_view CloseReasonName(CloseReason r) {
     case CloseReason::kRefused: return "refused";
     case CloseReason::kTimeout: return "timeout";
     case CloseReason::kAborted: return "aborted";
-    case CloseReason::kNoResources: return "no_resources";
   }
   return "invalid";
 }
@@ -249,6 +271,10 @@ struct TcpStack::Impl {
   // RFC 5961 7: challenge ACK budget per one-second interval.
   uint64_t challenge_epoch_us = 0;
   uint32_t challenge_count = 0;
+  // When the last SYN cookie was sent: bare ACKs to a listener are checked
+  // as cookies only while one can be valid.
+  bool cookies_sent_ever = false;
+  uint64_t last_cookie_sent_us = 0;
 
   Impl(TcpStack& s, const TcpOptions& o, TcpStackStats& st, TcpOutput& output,
        const IsnGenerator& isn, uint64_t now)
@@ -401,8 +427,7 @@ struct TcpStack::Impl {
       case CloseReason::kResetByPeer:
       case CloseReason::kRefused: ++stats.closed_reset; break;
       case CloseReason::kTimeout: ++stats.closed_timeout; break;
-      case CloseReason::kAborted:
-      case CloseReason::kNoResources: ++stats.closed_aborted; break;
+      case CloseReason::kAborted: ++stats.closed_aborted; break;
     }
     TcpUser* user = c.user;
     const ConnId id = IdOf(c);
@@ -423,16 +448,21 @@ struct TcpStack::Impl {
 
   uint64_t Ticks(uint64_t us) const { return us / tick_us + (us % tick_us != 0 ? 1 : 0) + 1; }
 
+  // Deadlines count from the caller's clock (now_us), not from the wheel's
+  // last tick, so a caller that runs RunTimers rarely gets no early expiry.
+  void ArmAt(Timer& t, uint64_t us) {
+    wheel.Arm(t, std::max(now_us / tick_us, wheel.now()) + Ticks(us));
+  }
   void ArmRtx(Conn& c, RtxKind kind, uint64_t us) {
     c.rtx_kind = kind;
-    wheel.ArmAfter(c.rtx_timer, Ticks(us));
+    ArmAt(c.rtx_timer, us);
   }
   void CancelRtx(Conn& c) {
     wheel.Cancel(c.rtx_timer);
     c.rtx_kind = RtxKind::kNone;
   }
   void ArmKeepalive(Conn& c, uint64_t us) {
-    if (opt.keepalive) wheel.ArmAfter(c.keepalive_timer, Ticks(us));
+    if (opt.keepalive) ArmAt(c.keepalive_timer, us);
   }
 
   static void OnRtxTimer(Timer&, void* ctx) {
@@ -466,7 +496,8 @@ struct TcpStack::Impl {
   // Emits one segment. `payload_len` bytes of queued data from `seq` (must be
   // available in the descriptors). Returns false when the data plane had no
   // buffer (the segment counts as sent and lost).
-  bool Emit(Conn& c, Seq32 seq, uint8_t flags, uint32_t payload_len) {
+  bool Emit(Conn& c, Seq32 seq, uint8_t flags, uint32_t payload_len,
+            std::span<const ByteSpan> gathered = {}) {
     uint8_t hdr[kMaxHeaderSize];
     uint8_t optbuf[kMaxOptionsSize];
     size_t optlen = 0;
@@ -502,7 +533,12 @@ struct TcpStack::Impl {
 
     ByteSpan pieces[kMaxPieces];
     size_t npieces = 0;
-    if (payload_len > 0) npieces = GatherPayload(c, seq, &payload_len, pieces);
+    if (!gathered.empty()) {
+      npieces = std::min(gathered.size(), kMaxPieces);
+      std::copy(gathered.begin(), gathered.begin() + static_cast<std::ptrdiff_t>(npieces), pieces);
+    } else if (payload_len > 0) {
+      npieces = GatherPayload(c, seq, &payload_len, pieces);
+    }
 
     SegmentHeader h;
     h.src_port = c.tuple.local_port;
@@ -587,12 +623,16 @@ struct TcpStack::Impl {
     }
   }
 
+  // Segments without data carry SND.MAX, not SND.NXT: after an RTO SND.NXT
+  // is rewound to SND.UNA (go back N) and may lie below the peer's RCV.NXT,
+  // where the peer would find the ACK unacceptable (RFC 9293 3.10.7.4) and
+  // drop it; SND.MAX is never below the peer's RCV.NXT nor beyond its window.
   void SendAck(Conn& c) {
     ++stats.acks_out;
-    Emit(c, c.snd_nxt, kFlagAck, 0);
+    Emit(c, c.snd_max, kFlagAck, 0);
   }
 
-  void SendRst(Conn& c) { Emit(c, c.snd_nxt, kFlagRst | kFlagAck, 0); }
+  void SendRst(Conn& c) { Emit(c, c.snd_max, kFlagRst | kFlagAck, 0); }
 
   // RFC 5961 7: challenge ACKs are rate limited per stack.
   void ChallengeAck(Conn& c) {
@@ -706,13 +746,14 @@ struct TcpStack::Impl {
     if (fin) flags |= kFlagFin;
     if (len > 0 && seq + len == c.snd_end) flags |= kFlagPsh;
     uint32_t sent_len = len;
+    ByteSpan pieces[kMaxPieces];
+    size_t npieces = 0;
     if (len > 0) {
       // GatherPayload may shorten the segment (too many pieces).
-      ByteSpan tmp[kMaxPieces];
-      GatherPayload(c, seq, &sent_len, tmp);
+      npieces = GatherPayload(c, seq, &sent_len, pieces);
       if (sent_len < len) flags &= static_cast<uint8_t>(~(kFlagFin | kFlagPsh));
     }
-    Emit(c, seq, flags, sent_len);
+    Emit(c, seq, flags, sent_len, std::span<const ByteSpan>(pieces, npieces));
     const Seq32 end = seq + sent_len + ((flags & kFlagFin) ? 1u : 0u);
     if (retransmission || seq < c.snd_max) {
       ++stats.retransmitted_segments;
@@ -778,7 +819,13 @@ struct TcpStack::Impl {
       const bool fin_pending = c.fin_queued && !FinSent(c) && c.snd_nxt == c.snd_end;
       if (unsent <= 0 && !fin_pending) return;
       const uint32_t flight = c.sack_recovery ? Pipe(c) : static_cast<uint32_t>(c.snd_nxt - c.snd_una);
-      const uint32_t cwnd = c.sack_recovery ? Ssthresh(c) : Cwnd(c);
+      uint32_t cwnd = c.sack_recovery ? Ssthresh(c) : Cwnd(c);
+      // RFC 3042 limited transmit: on the first two duplicate ACKs one new
+      // segment each may go out beyond cwnd (cwnd itself is unchanged).
+      const bool in_cc_recovery = c.cc.With([](const auto& a) { return a.in_recovery(); });
+      if (!c.sack_recovery && !in_cc_recovery && c.dup_acks > 0 && c.dup_acks < kDupThresh) {
+        cwnd += c.dup_acks * c.emss;
+      }
       const Seq32 wnd_edge = c.snd_una + std::min(c.snd_wnd, uint32_t{0x7FFFFFFF});
       uint32_t usable = wnd_edge > c.snd_nxt ? static_cast<uint32_t>(wnd_edge - c.snd_nxt) : 0;
       const uint32_t cwnd_room = cwnd > flight ? cwnd - flight : 0;
@@ -947,8 +994,12 @@ struct TcpStack::Impl {
     const SegmentHeader& h = seg.header;
     if (h.Has(kFlagRst)) return Drop(DropReason::kTcpListenBadFlags);
     if (h.Has(kFlagAck) && !h.Has(kFlagSyn)) {
-      if (opt.syn_cookies != SynCookieMode::kOff) return CookieAck(li, t, seg, o);
-      Drop(DropReason::kTcpListenBadFlags);
+      // Only while cookies we sent can still be valid (RFC 4987 3.6).
+      if (opt.syn_cookies != SynCookieMode::kOff && cookies_sent_ever &&
+          now_us - last_cookie_sent_us <= (kSynCookieMaxAge + 1) * kSynCookiePeriodMicros) {
+        return CookieAck(li, t, seg, o);
+      }
+      Drop(DropReason::kTcpNoConnection);
       SendRstFor(t.local_addr, t.remote_addr, seg);
       return;
     }
@@ -956,7 +1007,10 @@ struct TcpStack::Impl {
       if (h.Has(kFlagAck)) SendRstFor(t.local_addr, t.remote_addr, seg);
       return Drop(DropReason::kTcpListenBadFlags);
     }
-    const bool pressure = syn_received_total >= opt.syn_backlog;
+    // Pressure: the backlog is full, or no slot is left for a new connection
+    // (free or reclaimable from TIME-WAIT).
+    const bool pressure = syn_received_total >= opt.syn_backlog ||
+                          (free_head == kNil && tw_head == kNil);
     if (opt.syn_cookies == SynCookieMode::kAlways ||
         (pressure && opt.syn_cookies == SynCookieMode::kOnPressure)) {
       return SendCookieSynAck(t, seg, o);
@@ -1041,6 +1095,8 @@ struct TcpStack::Impl {
                             ByteSpan(), MutableByteSpan(hdr));
     if (r.status != SegmentStatus::kOk) return;
     ++stats.syn_cookies_sent;
+    cookies_sent_ever = true;
+    last_cookie_sent_us = now_us;
     ++stats.segments_out;
     if (!out.EmitSegment(t.local_addr, t.remote_addr, ByteSpan(hdr, r.size), {})) {
       Drop(DropReason::kTcpTxNoBuffer);
@@ -1160,14 +1216,16 @@ struct TcpStack::Impl {
     }
 
     if (c.state == TcpState::kTimeWait) {
-      // RFC 9293 3.10.7.4: only a retransmitted FIN is expected; ACK it and
-      // restart the 2 MSL timer.
+      // RFC 9293 3.10.7.4: everything the peer can still send is old (its
+      // data and FIN are all received). An unacceptable segment is answered
+      // with an ACK - the peer lost ours and retransmits; a retransmitted
+      // FIN also restarts the 2 MSL timer. RSTs are ignored (RFC 1337).
       Drop(DropReason::kTcpTimeWait);
       if (h.Has(kFlagRst)) return;
       if (h.Has(kFlagFin)) {
-        SendAck(c);
         ArmRtx(c, RtxKind::kTimeWait, uint64_t{opt.time_wait_s} * 1'000'000);
       }
+      if (seg_len > 0 || !Acceptable(c, h.seq, seg_len)) SendAck(c);
       return;
     }
 
@@ -1175,6 +1233,14 @@ struct TcpStack::Impl {
     const bool acceptable = Acceptable(c, h.seq, seg_len);
     if (!acceptable) {
       if (h.Has(kFlagRst)) return Drop(DropReason::kTcpRstOutOfWindow);
+      // RFC 9293 3.10.7.4: with a zero receive window, valid ACKs are still
+      // processed; only the data is refused.
+      if (h.seq == c.reasm->rcv_nxt() && h.Has(kFlagAck) && !h.Has(kFlagSyn) &&
+          c.state != TcpState::kSynReceived) {
+        if (!ProcessAck(c, seg, o) || !Alive(c, gen)) return;
+        TrySend(c);
+        if (!Alive(c, gen)) return;
+      }
       Drop(seg.payload.empty() ? DropReason::kTcpOutOfWindow
                                : (h.seq + static_cast<uint32_t>(seg.payload.size()) <=
                                           c.reasm->rcv_nxt()
@@ -1420,6 +1486,17 @@ struct TcpStack::Impl {
         rtt = now_us - c.rtt_start_us;
         c.rtt_timing = false;
         c.rto.OnRttSample(rtt);
+      } else if (c.ts_ok && c.rto.backoff_count() > 0 && o.timestamps.has_value() &&
+                 o.timestamps->ts_ecr != 0) {
+        // RFC 7323 4.1: the echoed timestamp names the segment, so the sample
+        // is valid even for a retransmission (no Karn ambiguity). Used only
+        // to end an RTO backoff, when no timed segment can give one; the
+        // 1 ms clock is too coarse to feed SRTT otherwise.
+        const int32_t ms = static_cast<int32_t>(TsVal(c) - o.timestamps->ts_ecr);
+        if (ms >= 0 && ms < 600'000) {
+          rtt = std::max<uint64_t>(uint64_t{static_cast<uint32_t>(ms)} * 1000, 1);
+          c.rto.OnRttSample(rtt);
+        }
       }
       const uint32_t flight = static_cast<uint32_t>(c.snd_max - c.snd_una);
       c.dup_acks = 0;
@@ -1572,7 +1649,31 @@ struct TcpStack::Impl {
     c.reasm->SetWindow(static_cast<uint32_t>(edge - rcv_nxt0));
     InsertResult last;
     bool any_ooo = false;
-    if (a < b) {
+    bool direct = false;
+    if (a < b && a == rcv_nxt0 && !was_ooo_state && c.rcv_consumed == rcv_nxt0 &&
+        c.user != nullptr && !c.reasm->fin_received()) {
+      // In-order fast path: nothing held, nothing unconsumed. The user reads
+      // the bytes straight from the received segment; only what it leaves is
+      // copied into the ring. The reassembler delivers this segment at once
+      // (it is at RCV.NXT with nothing held), so it keeps no reference to the
+      // input.
+      direct = true;
+      const uint32_t n = static_cast<uint32_t>(b - a);
+      const ByteSpan in = seg.payload.subspan(static_cast<uint32_t>(a - h.seq), n);
+      last = c.reasm->Insert(ReasmSegment{a, in, fin_in_window, 0});
+      const size_t took =
+          std::min<size_t>(c.user->OnData(IdOf(c), c.counters.bytes_in, in), n);
+      if (!Alive(c, gen)) return;
+      Consume(c, static_cast<uint32_t>(took));
+      uint32_t done = static_cast<uint32_t>(took);
+      uint32_t idx = c.rconsumed_idx;
+      while (done < n) {
+        const uint32_t chunk = std::min(n - done, c.rbuf_cap - idx);
+        std::memcpy(c.rbuf + idx, in.data() + done, chunk);
+        done += chunk;
+        idx = (idx + chunk) % c.rbuf_cap;
+      }
+    } else if (a < b) {
       const uint32_t n = static_cast<uint32_t>(b - a);
       const uint32_t in_off = static_cast<uint32_t>(a - h.seq);
       const uint32_t ring_off = static_cast<uint32_t>(a - c.rcv_consumed);
@@ -1621,11 +1722,13 @@ struct TcpStack::Impl {
         h.Has(kFlagFin)) {
       c.ack_now = true;
     } else if (!c.delack_timer.armed()) {
-      wheel.ArmAfter(c.delack_timer, Ticks(opt.delayed_ack_us));
+      ArmAt(c.delack_timer, opt.delayed_ack_us);
     }
 
-    DeliverToUser(c);
-    if (!Alive(c, gen)) return;
+    if (!direct) {
+      DeliverToUser(c);
+      if (!Alive(c, gen)) return;
+    }
 
     if (c.reasm->fin_delivered() && !c.peer_fin_reported) {
       c.peer_fin_reported = true;
@@ -1933,6 +2036,12 @@ void TcpStack::RunTimers(uint64_t now_us) {
   impl_->wheel.Advance(now_us / impl_->tick_us);
 }
 
+std::optional<uint64_t> TcpStack::NextTimerUs() const {
+  const std::optional<uint64_t> tick = impl_->wheel.next_expiry();
+  if (!tick.has_value()) return std::nullopt;
+  return *tick * impl_->tick_us;
+}
+
 size_t TcpStack::Send(ConnId id, ByteSpan data, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;
@@ -2008,7 +2117,7 @@ void TcpStack::ConsumeReceived(ConnId id, size_t bytes, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;
   Impl::Conn* c = m.Get(id);
-  if (c == nullptr) return;
+  if (c == nullptr || c->user == nullptr) return;  // closed for the user (TIME-WAIT)
   const Seq32 data_end = c->reasm->fin_delivered() ? c->reasm->rcv_nxt() - 1u : c->reasm->rcv_nxt();
   const int32_t avail = data_end - c->rcv_consumed;
   if (avail <= 0) return;
@@ -2022,7 +2131,7 @@ void TcpStack::DeliverPending(ConnId id, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;
   Impl::Conn* c = m.Get(id);
-  if (c == nullptr) return;
+  if (c == nullptr || c->user == nullptr) return;
   const uint32_t gen = c->generation;
   m.DeliverToUser(*c);
   if (Impl::Alive(*c, gen) && c->ack_now) m.SendAck(*c);

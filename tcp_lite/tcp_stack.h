@@ -16,26 +16,40 @@
 //    close (FIN, half-close), abortive close (RST), bounded TIME_WAIT.
 //  - Options: MSS, window scale and timestamps with PAWS (RFC 7323),
 //    SACK-permitted and SACK blocks with D-SACK (RFC 2018, 2883).
-//  - ISN per RFC 6528; SYN cookies (RFC 4987 3.6) when the SYN backlog is full.
+//  - ISN per RFC 6528; SYN cookies (RFC 4987 3.6) when the SYN backlog or
+//    the connection table is full.
 //  - RFC 5961: challenge ACKs for in-window RSTs and SYNs in synchronized
 //    states, ACK acceptability check, per-stack challenge ACK rate limit.
 //  - RTO per RFC 6298 with backoff and Karn's rule; fast retransmit and
-//    recovery (RFC 5681, RFC 6582); SACK-based loss recovery (RFC 6675);
+//    recovery (RFC 5681, RFC 6582) with limited transmit (RFC 3042);
+//    SACK-based loss recovery (RFC 6675, without the rescue retransmission);
 //    NewReno or CUBIC; zero-window probes; delayed ACKs; Nagle (off by
 //    default); keepalive (RFC 9293 3.8.4).
 //
+// Buffering: each connection has a send ring and a receive ring of the
+// configured sizes. Send() and SendRecord() copy into the send ring;
+// SendZeroCopy() references the caller's memory until acknowledged. An
+// in-order segment arriving while nothing is buffered is offered to the user
+// straight from the input span; whatever the user does not consume, and every
+// out-of-order byte (bounded by max_ooo_segments), is copied once into the
+// receive ring at its stream position and offered from there. The advertised
+// window is the free space of that ring.
+//
 // Threading: a TcpStack and all its connections belong to one core. No method
-// may be called from another thread, and no method may be called re-entrantly
-// from a TcpUser callback except those marked "callback-safe".
+// may be called from another thread. From inside a TcpUser callback only the
+// calls listed at TcpUser may be made.
 #ifndef IWARPD_TCP_LITE_TCP_STACK_H_
 #define IWARPD_TCP_LITE_TCP_STACK_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/bytes.h"
 #include "common/drop_reasons.h"
 #include "tcp_lite/tcp_cc.h"
@@ -176,7 +190,6 @@ enum class CloseReason : uint8_t {
   kRefused,       // RST answering our SYN (connection refused)
   kTimeout,       // retransmission or SYN retry limit, or keepalive gave up
   kAborted,       // Abort() by the user (RST sent)
-  kNoResources,   // accepted by the listener but no slot/buffer (RST sent)
 };
 std::string_view CloseReasonName(CloseReason r);
 
@@ -252,7 +265,10 @@ class TcpUser {
   virtual void OnSendComplete(ConnId conn, uint64_t cookie, bool acked) {
     (void)conn, (void)cookie, (void)acked;
   }
-  // The connection is gone (its ConnId is dead after the call returns).
+  // The connection is over for the user: no callback follows and send calls
+  // fail. After an active close it is called on entering TIME-WAIT; the slot
+  // lingers there (State() and ListConnections() still show it) until 2*MSL
+  // or until it is recycled. Otherwise the ConnId is dead once this returns.
   virtual void OnClosed(ConnId conn, CloseReason reason) { (void)conn, (void)reason; }
 };
 
@@ -330,9 +346,9 @@ class TcpStack {
  public:
   // Control path, at worker start-up: validates `options` and allocates every
   // table and buffer. `local_ips` (host order) are the addresses this stack
-  // answers for; segments to others are dropped. `output` must outlive the
-  // stack. `isn` supplies ISNs and SYN cookies (one per daemon is fine: it is
-  // immutable). `now_us` starts the virtual clock.
+  // answers for; segments to others are dropped. `output` and `isn` must
+  // outlive the stack. `isn` supplies ISNs and SYN cookies (one per daemon is
+  // fine: it is immutable). `now_us` starts the clock.
   static absl::StatusOr<std::unique_ptr<TcpStack>> Create(const TcpOptions& options,
                                                           std::span<const uint32_t> local_ips,
                                                           TcpOutput& output,
@@ -371,6 +387,9 @@ class TcpStack {
   // Runs due timers (retransmission, delayed ACK, persist, keepalive,
   // TIME_WAIT). Call every loop iteration.
   void RunTimers(uint64_t now_us);
+  // A time (us) at or before the earliest pending timer, nullopt if none:
+  // RunTimers before then does nothing, so an idle worker may sleep.
+  std::optional<uint64_t> NextTimerUs() const;
 
   // Copies up to data.size() bytes into the send buffer and transmits what
   // the windows allow. Returns bytes accepted (0 when full, invalid or not

@@ -163,5 +163,65 @@ TEST(BackToBack, ImpairedLinkNewRenoWithoutSackOrTimestamps) {
   EXPECT_EQ(r.a.sack_recoveries + r.b.sack_recoveries, 0u);
 }
 
+// 64-byte request / response over a 50 us one-way link: every transaction
+// takes one round trip (100 us of virtual time); delayed ACKs and Nagle (off)
+// add nothing because the response carries the ACK.
+TEST(BackToBack, RequestResponseTakesOneRoundTripEach) {
+  Link link(50, Link::Impairment{});
+  const IsnGenerator isn = TestIsn();
+  TcpOptions opt;
+  opt.max_connections = 4;
+  const uint32_t ip_a[] = {kIpA};
+  const uint32_t ip_b[] = {kIpB};
+  auto a = TcpStack::Create(opt, ip_a, link.port(0), isn, 0);
+  auto b = TcpStack::Create(opt, ip_b, link.port(1), isn, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  link.Attach(a->get(), b->get());
+  Endpoint client({}), server({});
+  ASSERT_TRUE((*b)->Listen(4791, server).ok());
+  ASSERT_TRUE((*a)->Connect(kIpA, kIpB, 4791, client, 0, 0).ok());
+  link.RunUntil(1000, 10);
+  ASSERT_TRUE(client.up && server.up);
+  const uint8_t msg[64] = {1, 2, 3};
+  const uint64_t start = link.now;
+  constexpr int kTransactions = 1000;
+  for (int i = 0; i < kTransactions; ++i) {
+    ASSERT_EQ((*a)->Send(client.conn, ByteSpan(msg), link.now), 64u);
+    while (server.rx.size() < 64u * (i + 1)) link.RunUntil(link.now + 10, 10);
+    ASSERT_EQ((*b)->Send(server.conn, ByteSpan(msg), link.now), 64u);
+    while (client.rx.size() < 64u * (i + 1)) link.RunUntil(link.now + 10, 10);
+  }
+  const uint64_t per = (link.now - start) / kTransactions;
+  std::printf("request/response: %llu us of virtual time per transaction\n",
+              static_cast<unsigned long long>(per));
+  EXPECT_LE(per, 110u);
+  EXPECT_EQ((*a)->stats().retransmitted_segments + (*b)->stats().retransmitted_segments, 0u);
+}
+
+// Heavy impairment over many seeds, small buffers and both algorithms: every
+// transfer completes with identical bytes and an orderly close.
+TEST(BackToBack, HeavyImpairmentManySeeds) {
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    SCOPED_TRACE(seed);
+    TcpOptions o;
+    o.max_connections = 4;
+    o.send_buffer_bytes = 16 * 1024;
+    o.receive_buffer_bytes = 16 * 1024;
+    o.max_ooo_segments = 4;
+    o.congestion_control = seed % 2 ? CcAlgorithm::kCubic : CcAlgorithm::kNewReno;
+    o.sack = seed % 3 != 0;
+    o.timestamps = seed % 4 != 0;
+    o.delayed_ack_us = seed % 5 == 0 ? 0 : 200;
+    Link::Impairment imp;
+    imp.drop = 0.05;
+    imp.duplicate = 0.02;
+    imp.reorder = 0.05;
+    imp.seed = seed;
+    const Result r = Transfer(1 << 20, imp, o, 600'000'000);
+    EXPECT_LT(r.finish_us, 120'000'000u);
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 }  // namespace
 }  // namespace iwarp::tcp

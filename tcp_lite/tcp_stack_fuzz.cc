@@ -85,7 +85,7 @@ class User : public TcpUser {
     return this;
   }
   size_t OnData(ConnId c, uint64_t off, ByteSpan d) override {
-    uint64_t& next = offsets[c.slot];
+    uint64_t& next = offsets[Key(c)];
     Check(off == next);
     const size_t n = d.size() < limit ? d.size() : limit;
     next += n;
@@ -94,10 +94,11 @@ class User : public TcpUser {
   void OnSendComplete(ConnId, uint64_t cookie, bool) override {
     Check(live_zc.erase(cookie) == 1);
   }
-  void OnClosed(ConnId c, CloseReason) override { offsets.erase(c.slot); }
+  void OnClosed(ConnId c, CloseReason) override { offsets.erase(Key(c)); }
+  static uint64_t Key(ConnId c) { return (uint64_t{c.slot} << 32) | c.generation; }
   ConnId conn;
   size_t limit = SIZE_MAX;
-  std::map<uint32_t, uint64_t> offsets;
+  std::map<uint64_t, uint64_t> offsets;  // by (slot, generation)
   std::map<uint64_t, std::vector<uint8_t>> live_zc;
 };
 
@@ -231,7 +232,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (s.GetConnection(user.conn, &after)) {
             Check(after.recv_queued <= before.recv_queued);
             Check(before.recv_queued - after.recv_queued <= op[3]);
-            user.offsets[user.conn.slot] += before.recv_queued - after.recv_queued;
+            user.offsets[User::Key(user.conn)] += before.recv_queued - after.recv_queued;
           }
         }
       } else {

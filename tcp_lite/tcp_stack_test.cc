@@ -421,6 +421,25 @@ TEST_F(StackTest, RetransmissionTimeoutResendsWithBackoff) {
   EXPECT_EQ(stack_->stats().timeouts, 2u);
 }
 
+TEST_F(StackTest, TimestampEchoEndsTheRtoBackoff) {
+  Make();
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(500, 4)), now_);
+  One();
+  Advance(1'000'200);
+  Wire r = One();  // retransmission; RTO now backed off to 2 s
+  ASSERT_TRUE(r.o.timestamps.has_value());
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.rto_us, 2'000'000u);
+  Advance(3'000);
+  // Karn's rule forbids timing the retransmission; the echoed TSval names it.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 501, 512, Ts(120, r.o.timestamps->ts_val)));
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.rto_us, 200'000u);  // RFC 6298 2.4 floor, backoff gone
+  EXPECT_EQ(info.srtt_us, 3'000u);
+}
+
 TEST_F(StackTest, ActiveCloseThroughTimeWait) {
   Make();
   Accept();
@@ -450,6 +469,14 @@ TEST_F(StackTest, ActiveCloseThroughTimeWait) {
   // A retransmitted FIN is acknowledged again.
   In(peer_.Build(kFlagFin | kFlagAck, kPeerIsn + 301, iss_ + 2, 512, Ts(113, 0)));
   EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 302));
+  // So is retransmitted data (the peer lost our ACK of it), which carries no
+  // FIN; without the ACK the peer would retransmit until it gives up.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 2, 512, Ts(114, 0), Pattern(300, 6)));
+  EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 302));
+  // A RST does not end TIME-WAIT early (RFC 1337).
+  In(peer_.Build(kFlagRst, kPeerIsn + 302, 0, 0));
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(stack_->connection_count(), 1u);
   Advance(59'000'000);
   EXPECT_EQ(stack_->connection_count(), 1u);
   Advance(1'100'000);
@@ -746,6 +773,23 @@ TEST_F(StackTest, SynCookiesWhenBacklogIsFull) {
   EXPECT_EQ(Drops(DropReason::kTcpBadSynCookie), 1u);
 }
 
+TEST_F(StackTest, SynCookiesWhenTheTableIsFull) {
+  TcpOptions o = BaseOptions();
+  o.max_connections = 1;
+  Make(o);
+  Accept();  // the only slot
+  SegBuilder p2 = peer_;
+  p2.src_port = 40001;
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagSyn, 5000, 0, 65535, SynOpts())), now_);
+  Wire sa = One();
+  EXPECT_EQ(sa.h.flags, kFlagSyn | kFlagAck);
+  EXPECT_EQ(stack_->stats().syn_cookies_sent, 1u);
+  // Its ACK finds no slot: dropped and counted, the first connection lives.
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagAck, 5001, sa.h.seq.value() + 1, 1000)), now_);
+  EXPECT_EQ(Drops(DropReason::kTcpTableFull), 1u);
+  EXPECT_EQ(stack_->State(conn_), TcpState::kEstablished);
+}
+
 TEST_F(StackTest, KeepaliveProbesThenTimesOut) {
   TcpOptions o = BaseOptions();
   o.keepalive = true;
@@ -828,6 +872,243 @@ TEST_F(StackTest, ZeroWindowAcksAreNotDuplicateAcks) {
   for (int i = 0; i < 4; ++i) In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 0, Ts(111 + i, 0)));
   EXPECT_TRUE(out_.Take().empty());
   EXPECT_EQ(stack_->stats().fast_retransmits, 0u);
+}
+
+TEST_F(StackTest, SendSpaceIsReportedAfterAFullBuffer) {
+  TcpOptions o = BaseOptions();
+  o.send_buffer_bytes = 4096;
+  Make(o);
+  Accept();
+  const auto data = Pattern(10000, 1);
+  EXPECT_EQ(stack_->Send(conn_, ByteSpan(data), now_), 4096u);
+  EXPECT_EQ(stack_->LastSendStatus(), SendStatus::kNoSpace);
+  EXPECT_EQ(stack_->SendSpace(conn_), 0u);
+  EXPECT_EQ(stack_->SendRecord(conn_, ByteSpan(data).first(100), now_), SendStatus::kNoSpace);
+  auto segs = out_.Take();
+  uint32_t sent = 0;
+  for (auto& w : segs) sent += static_cast<uint32_t>(w.payload.size());
+  EXPECT_EQ(sent, 4096u);
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 + 2896, 512, Ts(110, 0)));
+  EXPECT_EQ(user_.send_space_calls, 1u);
+  EXPECT_EQ(user_.last_space, 2896u);
+  EXPECT_EQ(stack_->SendSpace(conn_), 2896u);
+}
+
+bool OddPortsOnly(void* ctx, const FourTuple& t) {
+  ++*static_cast<int*>(ctx);
+  return t.local_port % 2 == 1;
+}
+
+TEST_F(StackTest, PortFilterChoosesEphemeralPorts) {
+  TcpOptions o = BaseOptions();
+  o.ephemeral_port_min = 50000;
+  o.ephemeral_port_max = 50003;
+  Make(o);
+  int calls = 0;
+  stack_->SetPortFilter(&OddPortsOnly, &calls);
+  auto a = stack_->Connect(kIpA, kIpB, kPeerPort, user_, 0, now_);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(One().h.src_port, 50001);
+  auto b = stack_->Connect(kIpA, kIpB, kPeerPort, user_, 0, now_);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(One().h.src_port, 50003);
+  auto c = stack_->Connect(kIpA, kIpB, kPeerPort, user_, 0, now_);
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_GT(calls, 2);
+  // Not our address.
+  EXPECT_EQ(stack_->Connect(kIpB, kIpA, 1, user_, 0, now_).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(StackTest, UnlistenResetsHalfOpenConnections) {
+  Make();
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  EXPECT_EQ(stack_->Listen(kPort, user_).code(), absl::StatusCode::kAlreadyExists);
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  One();
+  ASSERT_TRUE(stack_->Unlisten(kPort).ok());
+  EXPECT_TRUE(One().Has(kFlagRst));
+  EXPECT_EQ(stack_->connection_count(), 0u);
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  EXPECT_TRUE(One().Has(kFlagRst));  // nobody listens any more
+}
+
+TEST_F(StackTest, TxNoBufferIsRecoveredByRetransmission) {
+  Make();
+  Accept();
+  out_.fail_next_ = 1;
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();  // offered to the data plane, which had no buffer
+  EXPECT_EQ(Drops(DropReason::kTcpTxNoBuffer), 1u);
+  Advance(1'000'200);
+  Wire r = One();
+  EXPECT_EQ(r.payload.size(), 100u);
+  EXPECT_EQ(r.h.seq, Seq32(iss_ + 1));
+}
+
+TEST_F(StackTest, SynBacklogFullWithoutCookiesDrops) {
+  TcpOptions o = BaseOptions();
+  o.syn_backlog = 1;
+  o.syn_cookies = SynCookieMode::kOff;
+  Make(o);
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  One();
+  SegBuilder p2 = peer_;
+  p2.src_port = 40001;
+  stack_->Input(kIpB, kIpA, ByteSpan(p2.Build(kFlagSyn, 5000, 0, 65535, SynOpts())), now_);
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(Drops(DropReason::kTcpSynBacklogFull), 1u);
+}
+
+TEST_F(StackTest, SynReceivedTimesOutAndFreesTheBacklog) {
+  TcpOptions o = BaseOptions();
+  o.max_syn_retransmissions = 1;
+  Make(o);
+  ASSERT_TRUE(stack_->Listen(kPort, user_).ok());
+  In(peer_.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+  One();
+  Advance(1'000'200);
+  EXPECT_EQ(One().h.flags, kFlagSyn | kFlagAck);  // SYN-ACK retransmitted
+  Advance(2'000'200);
+  EXPECT_TRUE(One().Has(kFlagRst));
+  EXPECT_EQ(stack_->connection_count(), 0u);
+  EXPECT_TRUE(user_.events.empty());  // the listener never saw it
+}
+
+TEST_F(StackTest, AckIsProcessedWhenOurWindowIsZero) {
+  TcpOptions o = BaseOptions();
+  o.receive_buffer_bytes = 2048;
+  o.delayed_ack_us = 0;
+  Make(o);
+  Accept();
+  user_.consume_limit = 0;
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0), Pattern(2048, 1)));
+  EXPECT_EQ(One().h.window, 0);
+  stack_->Send(conn_, ByteSpan(Pattern(100, 2)), now_);
+  One();
+  // The peer's next data does not fit, but its ACK of our 100 bytes counts.
+  In(peer_.Build(kFlagAck, kPeerIsn + 2049, iss_ + 101, 512, Ts(111, 0), Pattern(10, 3)));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.unacked_bytes, 0u);
+  EXPECT_EQ(info.bytes_out, 100u);
+}
+
+// The configured algorithm sets ssthresh on a loss: NewReno FlightSize / 2
+// (RFC 5681 eq. 4), CUBIC 0.7 * cwnd (RFC 8312 4.5).
+TEST_F(StackTest, CongestionControlIsSelectable) {
+  for (CcAlgorithm algo : {CcAlgorithm::kNewReno, CcAlgorithm::kCubic}) {
+    SCOPED_TRACE(CcAlgorithmName(algo));
+    TcpOptions o = BaseOptions();
+    o.congestion_control = algo;
+    out_.Take();
+    user_ = RecordingUser();
+    Make(o);
+    Options syn = SynOpts();
+    syn.sack_permitted = false;
+    Accept(syn);
+    stack_->Send(conn_, ByteSpan(Pattern(5 * 1448, 7)), now_);
+    out_.Take();
+    for (int i = 0; i < 3; ++i) In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110 + i, 0)));
+    TcpConnInfo info;
+    ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+    if (algo == CcAlgorithm::kNewReno) {
+      EXPECT_EQ(info.ssthresh, 5u * 1448 / 2);
+    } else {
+      EXPECT_NEAR(info.ssthresh, 14480 * 7 / 10, 8);
+    }
+  }
+}
+
+TEST_F(StackTest, OutOfOrderHoldingIsBounded) {
+  TcpOptions o = BaseOptions();
+  o.max_ooo_segments = 2;
+  Make(o);
+  Accept();
+  for (int i = 1; i <= 4; ++i) {
+    In(peer_.Build(kFlagAck, kPeerIsn + 1 + 200 * i, iss_ + 1, 512, Ts(110 + i, 0), Pattern(100, i)));
+  }
+  EXPECT_EQ(Drops(DropReason::kTcpReasmFull), 2u);
+  EXPECT_EQ(stack_->stats().ooo_segments, 2u);
+  // In-order data is always taken.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(120, 0), Pattern(200, 9)));
+  EXPECT_EQ(user_.data.size(), 300u);  // [0, 200) plus the held [200, 300)
+}
+
+TEST_F(StackTest, AckBelowTheWindowIsChallenged) {
+  Make();
+  Accept();  // MAX.SND.WND = 65536
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 - 70000, 512, Ts(110, 0), Pattern(10, 1)));
+  EXPECT_EQ(One().h.flags, kFlagAck);
+  EXPECT_EQ(Drops(DropReason::kTcpAckInvalid), 1u);
+  EXPECT_TRUE(user_.data.empty());
+  // Old but within MAX.SND.WND: accepted (RFC 5961 5.2).
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 - 1000, 512, Ts(111, 0), Pattern(10, 1)));
+  EXPECT_EQ(user_.data.size(), 10u);
+}
+
+TEST_F(StackTest, PartlyConsumedDataIsOfferedAgainAtTheRightOffset) {
+  Make();
+  Accept();
+  user_.consume_limit = 30;
+  const auto d1 = Pattern(100, 1);
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0), d1));
+  EXPECT_EQ(user_.data.size(), 30u);
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.recv_queued, 70u);
+  user_.consume_limit = SIZE_MAX;
+  const auto d2 = Pattern(50, 2);
+  In(peer_.Build(kFlagAck, kPeerIsn + 101, iss_ + 1, 512, Ts(111, 0), d2));
+  std::vector<uint8_t> expect = d1;
+  expect.insert(expect.end(), d2.begin(), d2.end());
+  EXPECT_EQ(user_.data, expect);
+  EXPECT_EQ(user_.offset_errors, 0u);
+}
+
+TEST_F(StackTest, LimitedTransmitOnTheFirstTwoDuplicateAcks) {
+  Make();
+  Options syn = SynOpts();
+  syn.sack_permitted = false;
+  Accept(syn);
+  stack_->Send(conn_, ByteSpan(Pattern(20 * 1448, 7)), now_);
+  ASSERT_EQ(out_.Take().size(), 10u);  // initial window
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(110, 0)));
+  Wire w = One();  // RFC 3042: one new segment
+  EXPECT_EQ(w.h.seq, Seq32(iss_ + 1 + 10 * 1448));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(111, 0)));
+  EXPECT_EQ(One().h.seq, Seq32(iss_ + 1 + 11 * 1448));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(112, 0)));
+  auto v = out_.Take();  // third: fast retransmit of the first segment
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0].h.seq, Seq32(iss_ + 1));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.fast_retransmits, 1u);
+}
+
+TEST_F(StackTest, NextTimerTellsWhenToRunTimers) {
+  Make();
+  EXPECT_FALSE(stack_->NextTimerUs().has_value());
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();
+  ASSERT_TRUE(stack_->NextTimerUs().has_value());
+  EXPECT_LE(*stack_->NextTimerUs(), now_ + 1'000'000 + 300);
+  EXPECT_GT(*stack_->NextTimerUs(), now_);
+}
+
+TEST_F(StackTest, TimersCountFromTheCallersClockNotTheLastRunTimers) {
+  Make();
+  now_ += 10'000'000;  // no RunTimers call for 10 s
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  One();
+  Advance(500'000);
+  EXPECT_TRUE(out_.Take().empty());  // the 1 s RTO has not elapsed
+  Advance(600'000);
+  EXPECT_EQ(One().payload.size(), 100u);
 }
 
 TEST_F(StackTest, OptionsAreValidated) {

@@ -315,13 +315,14 @@ class RingLink {
     return true;
   }
   // Delivers what is queued for side `to` (not what this produces).
-  void Deliver(int to, TcpStack& s, uint64_t now) {
+  void Deliver(int to, TcpStack& s, uint64_t now,
+               ChecksumCheck check = ChecksumCheck::kVerify) {
     size_t n = count_[to];
     while (n-- > 0) {
       Slot& slot = slots_[to * kSlots + head_[to]];
       head_[to] = (head_[to] + 1) % kSlots;
       --count_[to];
-      s.Input(slot.src, slot.dst, ByteSpan(slot.bytes, slot.len), now);
+      s.Input(slot.src, slot.dst, ByteSpan(slot.bytes, slot.len), now, check);
     }
   }
 

@@ -3,9 +3,18 @@
 # to a baseline measured in the same run; these machines are noisy, so compare
 # ratios, not absolute numbers.
 # Usage: tools/bench.sh [BENCHMARK_NAME...]
+#        tools/bench.sh tcp [--bulk-mib N] [--rr-seconds S]
+#          iwarpd's TCP (echo/sink services on net_tap) against the kernel TCP
+#          stack over a veth pair, in one run (root; tools/tcp_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
 [ -d build-release ] || meson setup build-release --buildtype=release -Dfuzz=disabled
+if [ "${1:-}" = tcp ]; then
+  shift
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl
+  exec python3 tools/tcp_bench.py --iwarpd build-release/dataplane/iwarpd \
+    --iwarpctl build-release/tools/iwarpctl "$@"
+fi
 ninja -C build-release
 exec meson test -C build-release --benchmark --verbose --num-processes 1 "$@"

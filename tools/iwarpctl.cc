@@ -47,7 +47,8 @@ constexpr char kUsage[] =
     "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
     "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
     "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
-    "  --json    print the daemon's JSON reply as it is\n";
+    "  --json    print the daemon's JSON reply as it is (connections: one reply\n"
+    "            per line, each holding up to 24 connections)\n";
 
 // DPDK's runtime directory rule: /var/run for root, else $XDG_RUNTIME_DIR
 // or /tmp.

@@ -127,8 +127,10 @@ absl::StatusOr<std::string> FormatConnections(const std::vector<JsonValue>& page
     for (size_t i = 0; i < cells.size(); ++i) {
       // Text columns left, numbers right.
       const bool text = i >= 1 && i <= 4;
+      const int w = static_cast<int>(width[i]);
       absl::StrAppend(&out, i == 0 ? "" : "  ",
-                      absl::StrFormat(text ? "%-*s" : "%*s", static_cast<int>(width[i]), cells[i]));
+                      text ? absl::StrFormat("%-*s", w, cells[i])
+                           : absl::StrFormat("%*s", w, cells[i]));
     }
     // No trailing blanks.
     while (!out.empty() && out.back() == ' ') out.pop_back();

@@ -5,7 +5,8 @@
 #   build-asan/  clang -Werror with ASan+UBSan, all suites; the fuzz suite runs
 #                each libFuzzer target for FUZZ_SECONDS (default 20)
 # Usage (as root on Debian 12): tools/test.sh [--quick]   (--quick: gcc build only)
-# Benchmarks are not part of this run: see tools/bench.sh.
+# Benchmarks are not part of this run: see tools/bench.sh. Nor is the interop-long
+# suite (1 GiB TCP transfers): meson test -C build --setup long --suite interop-long.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

@@ -34,12 +34,10 @@ class EchoService final : public TcpService {
     counters_.bytes_in += n;
     counters_.bytes_out += n;
     // What did not fit stays in the receive buffer (its window closes) and
-    // is offered again once send space opens (OnSendSpace -> Poll).
+    // is offered again once send space opens (OnSendSpace -> Poll). No FIN
+    // here: `data` may be the first of two pieces; Poll sends it once the
+    // redelivery consumed everything.
     c->unconsumed = n < data.size();
-    if (!c->unconsumed && c->peer_fin && !c->shut) {
-      c->shut = true;
-      stack_->Shutdown(conn, clock_->now_us);
-    }
     return n;
   }
 
@@ -270,6 +268,11 @@ void TcpService::Poll(uint64_t) {
     if (c == nullptr) continue;
     c->deliver_queued = false;
     stack_->DeliverPending(id, clock_->now_us);
+    // Echo: the peer's FIN came while bytes waited; now they are all echoed.
+    if (c->active && c->peer_fin && !c->unconsumed && !c->shut) {
+      c->shut = true;
+      stack_->Shutdown(id, clock_->now_us);
+    }
   }
   deliver_.erase(deliver_.begin(), deliver_.begin() + static_cast<std::ptrdiff_t>(n));
 }
