@@ -510,12 +510,21 @@ TEST(QpTeardown, AbortFlushesOutstandingWork) {
                                       0x10000}),
               PostStatus::kOk);
   }
+  const uint32_t r = p.b.mem.Register(64, ddp::kAccessLocalWrite);
+  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{77, LocalSge{r, 0x10000, 64}}), PostStatus::kOk);
   p.a.qp->Abort(p.link.now);
   p.a.Drain();
   ASSERT_EQ(p.a.cqes.size(), 4u);
   for (const Completion& c : p.a.cqes) EXPECT_EQ(c.status, WcStatus::kFlushed);
   EXPECT_TRUE(p.a.obs.disconnected);
+  // The peer sees the RST: its posted receive is flushed too.
   ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.disconnected; }, 1'000'000));
+  EXPECT_EQ(p.b.qp->state(), QpState::kError);
+  ASSERT_EQ(p.b.cqes.size(), 1u);
+  EXPECT_EQ(p.b.cqes[0].wr_id, 77u);
+  EXPECT_EQ(p.b.cqes[0].status, WcStatus::kFlushed);
+  EXPECT_EQ(p.b.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{r, 0x10000, 1}}),
+            PostStatus::kNotConnected);
 }
 
 }  // namespace
