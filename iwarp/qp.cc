@@ -524,7 +524,9 @@ struct Qp::Impl final : public mpa::UlpduSink {
   void OnUlpdu(ByteSpan ulpdu, Seq32) override {
     if (qp.state_ != QpState::kRts && qp.state_ != QpState::kClosing &&
         qp.state_ != QpState::kAwaitRtr) {
-      return;  // after a Terminate nothing more is processed (RFC 5040)
+      // After a Terminate nothing more is processed (RFC 5040).
+      qp.stats_.rx_bytes_discarded += ulpdu.size();
+      return;
     }
     ++qp.stats_.fpdus_in;
     if (qp.state_ == QpState::kAwaitRtr) {
@@ -1081,8 +1083,11 @@ void Qp::OnConnected(tcp::ConnId conn) {
 
 size_t Qp::OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) {
   (void)stream_offset;
-  if (conn != conn_) return data.size();
   Impl& m = *impl_;
+  if (conn != conn_) {
+    stats_.rx_bytes_discarded += data.size();
+    return data.size();
+  }
   if (state_ == QpState::kAwaitRequest || state_ == QpState::kAwaitReply) {
     size_t frame_end = 0;
     mpa::StartupFrame f;
@@ -1116,7 +1121,8 @@ size_t Qp::OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) {
     return frame_end + data.size();
   }
   if (!m.decoder.has_value() || state_ == QpState::kError || state_ == QpState::kTerminating) {
-    return data.size();  // nothing is processed after a Terminate
+    stats_.rx_bytes_discarded += data.size();  // nothing is processed after a Terminate
+    return data.size();
   }
   m.decoder->Feed(data, m);
   if (m.decoder->status() != mpa::DecodeStatus::kOk) {

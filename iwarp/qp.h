@@ -264,7 +264,9 @@ class QpObserver {
   X(marker_errors)           \
   X(cq_overflow)             \
   X(local_errors)            \
-  X(read_responses_sent)
+  X(read_responses_sent)     \
+  /* stream bytes received after a Terminate or failure: not processed */ \
+  X(rx_bytes_discarded)
 
 struct QpStats {
 #define IWARP_QP_FIELD(f) uint64_t f = 0;

@@ -248,6 +248,12 @@ TEST_F(QpMalicious, ReadRequestsBeyondIrd) {
   // targets sink STag 0x1234, which a never registered (RFC 5041 7.2 tagged
   // invalid STag); b's Terminate follows that Response on the wire.
   ExpectTerminate(1, 2, 0x02, /*check_peer=*/false);
+  // RTR + three Read Requests reached the checks; a's own Terminate came in
+  // after b's and was discarded (counted, not processed).
+  EXPECT_EQ(p_->b.qp->stats().fpdus_in, 4u);
+  EXPECT_EQ(p_->b.qp->stats().terminates_received, 0u);
+  EXPECT_GT(p_->b.qp->stats().rx_bytes_discarded, 0u);
+
   EXPECT_EQ(p_->b.qp->stats().read_responses_sent, 1u);
   ASSERT_FALSE(p_->a.obs.term_sent.empty());
   EXPECT_EQ(p_->a.obs.term_sent[0], (rdmap::TerminateCode{1, 1, 0x00}));

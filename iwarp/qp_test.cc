@@ -446,6 +446,40 @@ TEST(QpData, ReadsBeyondOrdWaitForAFreeSlot) {
   EXPECT_EQ(p.b.qp->stats().read_responses_sent, 8u);
 }
 
+// RFC 5041 5.3 / 5.4: untagged messages are delivered in MSN order, each
+// into the next posted buffer, with the message length (MO + length of the
+// last segment) and the Send variant's flags (RFC 5040 Send with SE).
+TEST(QpData, SendsCompleteInOrderWithLengthsAndFlags) {
+  Pair p(Opts(), Opts());
+  ASSERT_TRUE(p.Establish());
+  const uint32_t sizes[] = {1, 5000, 0, 70000, 3};
+  const WrOpcode ops[] = {WrOpcode::kSend, WrOpcode::kSendSe, WrOpcode::kSend, WrOpcode::kSendSe,
+                          WrOpcode::kSend};
+  const uint32_t src = p.a.mem.Register(70000, 0);
+  const std::vector<uint8_t> pat = Pattern(70000, 4);
+  std::copy(pat.begin(), pat.end(), p.a.mem.Bytes(src).begin());
+  std::vector<uint32_t> bufs;
+  for (uint64_t i = 0; i < 5; ++i) {
+    bufs.push_back(p.b.mem.Register(80000, ddp::kAccessLocalWrite));
+    ASSERT_EQ(p.b.qp->PostRecv(RecvWr{100 + i, LocalSge{bufs.back(), 0x10000, 80000}}),
+              PostStatus::kOk);
+  }
+  for (uint64_t i = 0; i < 5; ++i) {
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{i, ops[i], LocalSge{src, 0x10000, sizes[i]}}),
+              PostStatus::kOk);
+  }
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.cqes.size() == 5 && p.a.cqes.size() == 5; }, 5'000'000));
+  for (uint64_t i = 0; i < 5; ++i) {
+    const Completion& c = p.b.cqes[i];
+    EXPECT_EQ(c.wr_id, 100 + i);
+    EXPECT_EQ(c.opcode, WcOpcode::kRecv);
+    EXPECT_EQ(c.byte_len, sizes[i]);
+    EXPECT_EQ(c.flags, ops[i] == WrOpcode::kSendSe ? kWcSolicited : 0) << i;
+    EXPECT_TRUE(std::equal(pat.begin(), pat.begin() + sizes[i], p.b.mem.Bytes(bufs[i]).begin()));
+    EXPECT_EQ(p.a.cqes[i].wr_id, i);
+  }
+}
+
 TEST(QpTeardown, GracefulCloseCompletesThenFlushesReceives) {
   Pair p(Opts(), Opts());
   ASSERT_TRUE(p.Establish());
@@ -476,12 +510,21 @@ TEST(QpTeardown, AbortFlushesOutstandingWork) {
                                       0x10000}),
               PostStatus::kOk);
   }
+  const uint32_t r = p.b.mem.Register(64, ddp::kAccessLocalWrite);
+  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{77, LocalSge{r, 0x10000, 64}}), PostStatus::kOk);
   p.a.qp->Abort(p.link.now);
   p.a.Drain();
   ASSERT_EQ(p.a.cqes.size(), 4u);
   for (const Completion& c : p.a.cqes) EXPECT_EQ(c.status, WcStatus::kFlushed);
   EXPECT_TRUE(p.a.obs.disconnected);
+  // The peer sees the RST: its posted receive is flushed too.
   ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.disconnected; }, 1'000'000));
+  EXPECT_EQ(p.b.qp->state(), QpState::kError);
+  ASSERT_EQ(p.b.cqes.size(), 1u);
+  EXPECT_EQ(p.b.cqes[0].wr_id, 77u);
+  EXPECT_EQ(p.b.cqes[0].status, WcStatus::kFlushed);
+  EXPECT_EQ(p.b.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{r, 0x10000, 1}}),
+            PostStatus::kNotConnected);
 }
 
 }  // namespace
