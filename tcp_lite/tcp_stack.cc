@@ -651,7 +651,6 @@ struct TcpStack::Impl {
 
   // ================================================================ send path
 
-  Seq32 FinSeq(const Conn& c) const { return c.snd_end; }
   bool FinSent(const Conn& c) const { return c.fin_queued && c.snd_max > c.snd_end; }
 
   bool CanSendData(const Conn& c) const {
@@ -1123,7 +1122,6 @@ struct TcpStack::Impl {
     syn.header.seq = seg.header.seq - 1u;
     Options so;
     so.mss = cr.mss;
-    (void)o;
     c->state = TcpState::kSynReceived;
     ApplySynOptions(*c, syn, so);
     c->snd_wscale = c->rcv_wscale = 0;
@@ -1399,11 +1397,8 @@ struct TcpStack::Impl {
   }
 
   // Frees acknowledged send data up to `ack` and completes zero-copy sends.
-  void ReleaseAcked(Conn& c, Seq32 old_una, Seq32 ack) {
-    (void)old_una;
+  void ReleaseAcked(Conn& c, Seq32 ack) {
     const Seq32 data_ack = std::min(ack, c.snd_end);
-    const TcpUser* user = c.user;
-    (void)user;
     while (c.dcount > 0) {
       SendDesc& d = c.descs[c.dhead];
       if (!(d.seq < data_ack)) break;
@@ -1476,7 +1471,6 @@ struct TcpStack::Impl {
     }
 
     if (ack > c.snd_una) {
-      const Seq32 old_una = c.snd_una;
       const uint32_t acked = static_cast<uint32_t>(ack - c.snd_una);
       c.snd_una = ack;
       if (c.snd_nxt < c.snd_una) c.snd_nxt = c.snd_una;
@@ -1522,7 +1516,7 @@ struct TcpStack::Impl {
           }
         }
       }
-      ReleaseAcked(c, old_una, ack);
+      ReleaseAcked(c, ack);
       if (!Alive(c, gen)) return false;
       // RFC 6298 5.2 / 5.3: restart or stop the retransmission timer.
       if (c.rtx_kind == RtxKind::kRetransmit || c.rtx_kind == RtxKind::kNone) {
@@ -1837,11 +1831,7 @@ struct TcpStack::Impl {
 
 // ==================================================================== TcpStack
 
-TcpStack::TcpStack(const TcpOptions& options, TcpOutput& output, const IsnGenerator& isn)
-    : options_(options) {
-  (void)output;
-  (void)isn;
-}
+TcpStack::TcpStack(const TcpOptions& options) : options_(options) {}
 
 TcpStack::~TcpStack() = default;
 
@@ -1887,7 +1877,7 @@ absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& o,
   }
   if (local_ips.empty() || local_ips.size() > 16) return bad("local_ips", "need 1..16 addresses");
 
-  std::unique_ptr<TcpStack> s(new TcpStack(o, output, isn));
+  std::unique_ptr<TcpStack> s(new TcpStack(o));
   s->impl_ = std::make_unique<Impl>(*s, s->options_, s->stats_, output, isn, now_us);
   Impl& m = *s->impl_;
   for (size_t i = 0; i < local_ips.size(); ++i) m.local_ips[i] = local_ips[i];

@@ -438,7 +438,7 @@ class TcpStack {
 
  private:
   struct Impl;
-  TcpStack(const TcpOptions& options, TcpOutput& output, const IsnGenerator& isn);
+  explicit TcpStack(const TcpOptions& options);
 
   TcpOptions options_;
   TcpStackStats stats_;
