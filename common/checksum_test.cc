@@ -1,5 +1,6 @@
 #include "common/checksum.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -12,7 +13,7 @@ namespace {
 TEST(Checksum, Rfc1071NumericalExample) {
   // RFC 1071 3: the words 0001 f203 f4f5 f6f7 sum to ddf2 (one's complement).
   const std::vector<uint8_t> data = {0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7};
-  EXPECT_EQ(ChecksumAdd(0, data), 0x2ddf0u);  // unfolded: carries are pending
+  EXPECT_EQ(ChecksumFold(ChecksumAdd(0, data)), static_cast<uint16_t>(~0xddf2));
   EXPECT_EQ(InternetChecksum(data), static_cast<uint16_t>(~0xddf2));
 }
 
@@ -50,6 +51,44 @@ TEST(Checksum, IncrementalUpdateMatchesRecomputation) {
     // are one's complement zero); they verify alike.
     if (full == 0 && inc == 0xffff) continue;
     ASSERT_EQ(inc, full) << "iteration " << iter;
+  }
+}
+
+// The definition itself, one big-endian word at a time (RFC 1071 4.1).
+uint16_t ReferenceChecksum(uint32_t sum, const uint8_t* p, size_t n) {
+  uint64_t acc = sum;
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) acc += LoadBe16(p + i);
+  if (i < n) acc += static_cast<uint64_t>(p[i]) << 8;
+  while (acc >> 16) acc = (acc & 0xffffu) + (acc >> 16);
+  return static_cast<uint16_t>(~acc & 0xffffu);
+}
+
+TEST(Checksum, WideWordSumMatchesTheDefinitionForEveryLengthAndAlignment) {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> buf(9000 + 8);
+  for (int iter = 0; iter < 3000; ++iter) {
+    for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+    // Some all-0xff runs to push the accumulator towards its carries.
+    if (iter % 7 == 0) std::fill(buf.begin(), buf.end(), 0xff);
+    const size_t offset = rng() % 8;
+    const size_t len = iter < 200 ? static_cast<size_t>(iter) : rng() % 9001;
+    const uint32_t start = iter % 3 == 0 ? 0 : static_cast<uint32_t>(rng());
+    ASSERT_EQ(ChecksumFold(ChecksumAdd(start, ByteSpan(buf.data() + offset, len))),
+              ReferenceChecksum(start, buf.data() + offset, len))
+        << "iteration " << iter << " offset " << offset << " length " << len;
+  }
+}
+
+TEST(Checksum, EvenPiecesChainLikeOneSpan) {
+  std::mt19937 rng(12);
+  std::vector<uint8_t> buf(4096);
+  for (uint8_t& b : buf) b = static_cast<uint8_t>(rng());
+  for (int iter = 0; iter < 500; ++iter) {
+    const size_t cut = (rng() % (buf.size() / 2)) * 2;  // pieces of even length chain
+    const ByteSpan all(buf);
+    const uint32_t chained = ChecksumAdd(ChecksumAdd(0, all.first(cut)), all.subspan(cut));
+    ASSERT_EQ(ChecksumFold(chained), InternetChecksum(all)) << "cut " << cut;
   }
 }
 
