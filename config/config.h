@@ -186,7 +186,7 @@ struct TcpConfig {
   uint32_t receive_buffer_bytes = 256 * 1024;
   uint32_t max_zero_copy_sends = 64;
   uint32_t max_send_records = 1024;
-  uint32_t max_ooo_segments = 64;
+  uint32_t max_ooo_segments = 512;
   int32_t window_scale = -1;  // -1 = auto
   bool sack = true;
   bool timestamps = true;

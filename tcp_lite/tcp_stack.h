@@ -91,7 +91,7 @@ struct TcpOptions {
   uint32_t max_send_records = 1024;
   // Out-of-order segments held per connection (the bytes live in the
   // receive buffer).
-  uint32_t max_ooo_segments = 64;
+  uint32_t max_ooo_segments = 512;
 
   // RFC 7323 2: our window shift; -1 picks the smallest shift whose 16-bit
   // window covers receive_buffer_bytes.
