@@ -9,27 +9,13 @@
 #include <vector>
 
 #include "common/timer_wheel.h"
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  std::abort();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 
 namespace iwarp {
 namespace {
 
-uint64_t Allocations() { return g_allocations.load(std::memory_order_relaxed); }
+uint64_t Allocations() { return testutil::AllocationCount(); }
 
 // Steady-state owner: on expiry it re-arms itself and moves a neighbour,
 // as an RTO handler re-arms its own timer and cancels a delayed ACK.

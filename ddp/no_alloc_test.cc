@@ -8,19 +8,8 @@
 
 #include "ddp/rdmap.h"
 #include "ddp/test_tables.h"
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace iwarp::rdmap {
 namespace {
@@ -44,7 +33,7 @@ TEST(NoAllocation, SteadyStateSegmentPathsDoNotAllocate) {
   uint64_t placed = 0;
   size_t terminate_bytes = 0;
 
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   for (int iter = 0; iter < 200; ++iter) {
     const ddp::OutboundMessage msgs[] = {RdmaWriteMessage(0x101, 0, 64 * 1024),
                                          SendMessage(Opcode::kSend, Seq32(1), 8192),
@@ -66,7 +55,7 @@ TEST(NoAllocation, SteadyStateSegmentPathsDoNotAllocate) {
       }
     }
   }
-  const uint64_t after = g_allocations.load();
+  const uint64_t after = testutil::AllocationCount();
   EXPECT_EQ(after, before);
   // The work really happened: 64 KiB + 8 KiB placed per round, and the Send
   // with MSN 2 (no buffer) produced a Terminate each round.

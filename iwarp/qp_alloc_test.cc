@@ -6,24 +6,10 @@
 #include <cstdlib>
 #include <new>
 
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
 #include "iwarp/qp.h"
 #include "iwarp/qp_test_util.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace iwarp::engine {
 namespace {
@@ -71,10 +57,10 @@ TEST(QpAlloc, SteadyStateSendWriteReadAllocatesNothing) {
     return a_done == 3 && b_done == 1;
   };
   ASSERT_TRUE(round(10));  // warm-up
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   ASSERT_GT(before, 0u);  // the counting hook is live (setup allocated)
   for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(round(100 + 10 * i));
-  EXPECT_EQ(g_allocations.load() - before, 0u);
+  EXPECT_EQ(testutil::AllocationCount() - before, 0u);
   EXPECT_GT(p.qb->stats().bytes_placed, 8u * 2 * kLen);
   EXPECT_GT(p.qa->stats().bytes_placed, 8u * kLen);
 }

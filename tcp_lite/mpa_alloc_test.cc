@@ -7,26 +7,15 @@
 #include <new>
 #include <vector>
 
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
 #include "tcp_lite/mpa_decoder.h"
 #include "tcp_lite/mpa_fpdu.h"
 #include "tcp_lite/mpa_frame.h"
 
 namespace {
-std::atomic<uint64_t> g_allocations{0};
 std::vector<int>* volatile g_escape = nullptr;  // keeps a new-expression from being elided
 }  // namespace
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace iwarp::mpa {
 namespace {
@@ -52,7 +41,7 @@ void RunSteadyState(const FpduConfig& c) {
   request.ird_ord = IrdOrd{16, 16, false, false, true, true};
   request.private_data = ByteSpan(payload).first(100);
 
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   Seq32 seq = c.marker_origin;
   size_t sent = 0;
   for (int round = 0; round < 4; ++round) {
@@ -78,7 +67,7 @@ void RunSteadyState(const FpduConfig& c) {
     ASSERT_EQ(DecodeStartupFrame(ByteSpan(frame).first(fr.size), FrameType::kRequest, &decoded).status,
               FrameStatus::kOk);
   }
-  const uint64_t after = g_allocations.load();
+  const uint64_t after = testutil::AllocationCount();
   EXPECT_EQ(sink.count, sent);
   EXPECT_GT(sink.count, 100u);
   EXPECT_EQ(after - before, 0u) << "allocations on the MPA fast path";
@@ -94,10 +83,10 @@ TEST(MpaAlloc, SteadyStateAllocatesNothingWithoutMarkers) {
 
 TEST(MpaAlloc, CounterSeesAllocations) {
   // The check above can fail: an allocation here is counted.
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   g_escape = new std::vector<int>(10);
   delete g_escape;
-  EXPECT_GE(g_allocations.load() - before, 2u);
+  EXPECT_GE(testutil::AllocationCount() - before, 2u);
 }
 
 }  // namespace

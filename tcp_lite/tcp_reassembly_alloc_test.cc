@@ -8,23 +8,9 @@
 #include <new>
 #include <vector>
 
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
 #include "tcp_lite/tcp_reassembly.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace iwarp::tcp {
 namespace {
@@ -50,7 +36,7 @@ TEST(ReassemblyAlloc, SteadyStateAllocatesNothing) {
   uint64_t inserted = 0;
   size_t sack_total = 0;
 
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   Seq32 base = isn;
   for (int round = 0; round < 200; ++round) {
     // Ten segments of 1000 octets: arrive as 9, 7, 5, 3, 1 (5 held), a
@@ -71,7 +57,7 @@ TEST(ReassemblyAlloc, SteadyStateAllocatesNothing) {
     }
   }
   reasm.Insert(ReasmSegment{base, ByteSpan(payload).first(10), true, inserted++});
-  EXPECT_EQ(g_allocations.load(), before);
+  EXPECT_EQ(testutil::AllocationCount(), before);
   EXPECT_TRUE(reasm.fin_delivered());
   EXPECT_EQ(sink.bytes, 200u * 10000u + 10u);
   EXPECT_EQ(sink.released, inserted);

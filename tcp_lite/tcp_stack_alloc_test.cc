@@ -10,24 +10,10 @@
 #include <new>
 #include <vector>
 
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
 #include "tcp_lite/tcp_stack.h"
 #include "tcp_lite/tcp_stack_test_util.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace iwarp::tcp {
 namespace {
@@ -77,7 +63,7 @@ TEST(TcpStackAlloc, SteadyStateTransferAllocatesNothing) {
   std::vector<uint8_t> chunk(16384);
   for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<uint8_t>(i * 7);
 
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   auto id = (*a)->Connect(kIpA, kIpB, 4791, client, 0, 0);
   ASSERT_TRUE(id.ok());
   constexpr uint64_t kBytes = 32 << 20;
@@ -102,7 +88,7 @@ TEST(TcpStackAlloc, SteadyStateTransferAllocatesNothing) {
       shut = true;
     }
   }
-  const uint64_t after = g_allocations.load();
+  const uint64_t after = testutil::AllocationCount();
   EXPECT_EQ(after - before, 0u) << "allocations during connect, transfer and close";
   EXPECT_EQ(client.received, kBytes);
   EXPECT_EQ(server.received, kBytes);

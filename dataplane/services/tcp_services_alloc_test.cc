@@ -9,29 +9,9 @@
 #include <vector>
 
 #include "dataplane/services/tcp_services.h"
+#include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
 #include "tcp_lite/tcp_stack_test_util.h"
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-// GCC pairs these replacements with inlined std::allocator calls in this file
-// and flags malloc/free against new/delete; they are a matched pair here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-
-void* operator new(size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) { return operator new(n); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
 
 namespace iwarp::dataplane {
 namespace {
@@ -115,7 +95,7 @@ TEST(ServicesAlloc, SteadyStateAllocatesNothing) {
     for (auto& s : services) s->Poll(now / 1000);
   };
   // Everything is created above; from here on nothing may allocate.
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = testutil::AllocationCount();
   auto echo_conn = (*b)->Connect(kIpB, kIpA, 7, echo_client, 0, now);
   auto sink_conn = (*b)->Connect(kIpB, kIpA, 9, sink_client, 0, now);
   ASSERT_TRUE(echo_conn.ok() && sink_conn.ok());
@@ -142,7 +122,7 @@ TEST(ServicesAlloc, SteadyStateAllocatesNothing) {
       listener.accepted = ConnId{};
     }
   }
-  const uint64_t after = g_allocations.load();
+  const uint64_t after = testutil::AllocationCount();
   EXPECT_EQ(echo_client.received, kBytes);
   EXPECT_TRUE(sink_client.peer_fin);
   EXPECT_EQ(services[1]->counters().bytes_in, kBytes);
