@@ -59,6 +59,9 @@ def run_pair(args, d, test, size):
     try:
         first = server.stdout.readline()
         check("waiting for a client" in first, "%s server listens: %r" % (test, first))
+        waiting = app_counters(d)
+        check(waiting["sessions_active"] == 1 and waiting["qps_active"] == 0,
+              "%s: the waiting server is one session without QPs in /iwarpd/app" % test)
         client = subprocess.run([args.perf, test] + common + ["127.0.0.1"],
                                 capture_output=True, text=True, timeout=120)
         srv_out = first + server.communicate(timeout=30)[0]
@@ -158,6 +161,11 @@ def main():
         check(after["sessions_active"] == 0 and after["qps_active"] == 0 and
               after["registered_bytes"] == 0,
               "every session, QP and registration released at the end: %s" % after)
+        text = d.ctl("app").stdout
+        check("application interface: running" in text and
+              ("bytes moved    %d\n" % after["bytes_moved"]) in text and
+              ("completed %d " % after["wrs_completed"]) in text,
+              "iwarpctl app shows the same counters as --json app:\n" + text)
         check(not d.sanitizer_reports(), "no sanitizer reports %s" % d.sanitizer_reports())
     except TestFailure as e:
         log("FAIL: %s" % e)
