@@ -73,6 +73,9 @@ def run_pair(args, d, test, size):
     ok = client.returncode == 0 and server.returncode == 0
     check(ok, "%s -s %d: client and server exit 0 (rc %d, %d)" %
           (test, size, client.returncode, server.returncode) + ("" if ok else both))
+    ok = "runtime error" not in client.stderr + srv_out
+    check(ok, "%s -s %d: no sanitizer reports in the applications" % (test, size) +
+          ("" if ok else both))
     ok = "verified, errors 0" in srv_out
     check(ok, "%s -s %d: the server verified the data" % (test, size) + ("" if ok else both))
     return client.stdout
@@ -131,6 +134,23 @@ def main():
               "no daemon: exit 3 (rc %d, %r)" % (r.returncode, r.stderr))
         r = subprocess.run([args.perf, "bogus_bw"], capture_output=True, text=True, timeout=30)
         check(r.returncode == 2 and "unknown test" in r.stderr, "unknown test: exit 2")
+
+        # Client and server disagree on the test: the server rejects the
+        # connection, both exit 3 and say why.
+        server = subprocess.Popen([args.perf, "write_bw", "-S", sock, "-p", str(PORT)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            server.stdout.readline()
+            r = subprocess.run([args.perf, "read_bw", "-S", sock, "-p", str(PORT), "127.0.0.1"],
+                               capture_output=True, text=True, timeout=30)
+            srv_out = server.communicate(timeout=30)[0]
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+        check(r.returncode == 3 and server.returncode == 3 and "rejected" in srv_out,
+              "mismatched tests: both exit 3, the server says rejected (rc %d/%d, %r, %r)" %
+              (r.returncode, server.returncode, r.stderr, srv_out))
 
         for test in ["write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat"]:
             for size in SIZES:

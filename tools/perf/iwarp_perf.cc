@@ -546,6 +546,10 @@ int RunClient(const Options& o) {
   iwarp_event ev;
   const int er = iwarp_get_event(side.s, &ev, 10000);
   if (er != 1) Die(kExitSetup, "no answer to the connect within 10 s");
+  if (ev.type == IWARP_EVENT_REJECTED) {
+    Die(kExitSetup, "the server on port %u rejected us: it runs another test or version than %s",
+        o.port, kTestNames[int(o.test)]);
+  }
   if (ev.type != IWARP_EVENT_ESTABLISHED) {
     Die(kExitSetup, "connect to port %u failed: event %u, %s (is an iwarp-perf %s server listening?)",
         o.port, ev.type, ev.reason != 0 ? strerror(ev.reason) : "no reason", kTestNames[int(o.test)]);
