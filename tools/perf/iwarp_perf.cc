@@ -586,7 +586,8 @@ int RunClient(const Options& o) {
     SendCtrl(&side, m);
     RecvCtrl(&side, kReady);
 
-    Row row{size, iters, 0, {}};
+    Row row{size, iters, 0, 0, {}};
+    if (lat) row.usec.reserve(iters);  // no allocation inside the timed loop
     uint64_t errors = 0;
     const uint64_t t0 = NowNs();
     if (o.test == Test::kWriteBw || o.test == Test::kReadBw) {
