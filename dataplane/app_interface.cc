@@ -3,12 +3,28 @@
 #include <errno.h>
 #include <sys/stat.h>
 
+#include <mutex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "dataplane/log.h"
 
 namespace iwarp::dataplane {
+namespace {
+
+// The server telemetry may read; guarded so Stop() cannot free it under a
+// reader.
+std::mutex g_stats_mu;
+const appif::SessionServer* g_stats_server = nullptr;
+
+}  // namespace
+
+bool AppInterfaceStats(appif::SessionServerStats* out) {
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  if (g_stats_server == nullptr) return false;
+  *out = g_stats_server->stats();
+  return true;
+}
 
 appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg) {
   const config::AppInterfaceConfig& a = cfg.app_interface;
@@ -38,10 +54,16 @@ absl::Status AppInterfaceHost::Start(const config::Config& cfg) {
   server_ = std::move(*server);
   stop_.store(false);
   thread_ = std::thread([this] { server_->Run(stop_); });
+  std::lock_guard<std::mutex> lock(g_stats_mu);
+  g_stats_server = server_.get();
   return absl::OkStatus();
 }
 
 void AppInterfaceHost::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(g_stats_mu);
+    if (g_stats_server == server_.get()) g_stats_server = nullptr;
+  }
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   if (server_ != nullptr) {

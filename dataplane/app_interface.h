@@ -23,6 +23,11 @@ namespace iwarp::dataplane {
 // app_interface.socket_dir/eal.file_prefix.sock.
 appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg);
 
+// A snapshot of the running server's counters (SessionServer::stats()), for
+// the /iwarpd/app telemetry command; false while no server runs (disabled,
+// not started yet, or stopping). Safe from any thread; control path only.
+bool AppInterfaceStats(appif::SessionServerStats* out);
+
 class AppInterfaceHost {
  public:
   AppInterfaceHost() = default;

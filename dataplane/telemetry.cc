@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dataplane/app_interface.h"
 #include "dataplane/l3/ipv4.h"
 #include "dataplane/worker.h"
 
@@ -346,6 +347,29 @@ int ServicesCommand(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// The application interface (libiwarp sessions) and its loopback QP engine.
+int AppCommand(const char*, const char*, rte_tel_data* d) {
+  appif::SessionServerStats s;
+  rte_tel_data_start_dict(d);
+  const bool running = AppInterfaceStats(&s);
+  rte_tel_data_add_dict_string(d, "state", running ? "running" : "off");
+  if (!running) return 0;
+  const std::pair<const char*, uint64_t> fields[] = {
+      {"sessions_active", s.sessions_active},   {"sessions_opened", s.sessions_opened},
+      {"sessions_closed", s.sessions_closed},   {"sessions_refused", s.sessions_refused},
+      {"pds_active", s.pds_active},             {"mrs_active", s.mrs_active},
+      {"cqs_active", s.cqs_active},             {"qps_active", s.qps_active},
+      {"stags_in_use", s.stags_in_use},         {"registered_bytes", s.registered_bytes},
+      {"mapped_bytes", s.mapped_bytes},         {"connections", s.connections},
+      {"wrs_completed", s.wrs_completed},       {"wrs_failed", s.wrs_failed},
+      {"wrs_flushed", s.wrs_flushed},           {"bytes_moved", s.bytes_moved},
+      {"events_posted", s.events_posted},       {"events_dropped", s.events_dropped},
+      {"ring_corruptions", s.ring_corruptions}, {"doorbells", s.doorbells},
+      {"requests_failed", s.requests_failed}};
+  for (const auto& [name, value] : fields) rte_tel_data_add_dict_u64(d, name, value);
+  return 0;
+}
+
 }  // namespace
 
 absl::Status RegisterTelemetryCommands() {
@@ -372,6 +396,12 @@ absl::Status RegisterTelemetryCommands() {
     rc = rte_telemetry_register_cmd(
         "/iwarpd/services", ServicesCommand,
         "TCP services: counters and finished transfers with SHA-256. Takes no parameters.");
+  }
+  if (rc == 0) {
+    rc = rte_telemetry_register_cmd(
+        "/iwarpd/app", AppCommand,
+        "libiwarp sessions: QPs, MRs, STags, registered bytes, work requests, bytes moved. "
+        "No parameters.");
   }
   if (rc != 0) return absl::InternalError(absl::StrCat("telemetry registration failed: ", rc));
   return absl::OkStatus();

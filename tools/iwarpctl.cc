@@ -6,6 +6,7 @@
 //   iwarpctl [--prefix P] [--json] tcp          TCP engine counters and drops
 //   iwarpctl [--prefix P] [--json] connections  TCP connections
 //   iwarpctl [--prefix P] [--json] services     TCP services and finished transfers
+//   iwarpctl [--prefix P] [--json] app          application interface (libiwarp)
 //
 // Not a DPDK process: it speaks the telemetry v2 protocol on the daemon's
 // UNIX socket (SOCK_SEQPACKET): read the JSON greeting, send the command,
@@ -33,7 +34,7 @@ using iwarp::tools::JsonValue;
 
 constexpr char kUsage[] =
     "usage: iwarpctl [--prefix FILE_PREFIX | --socket PATH] [--json]\n"
-    "                stats|ports|tcp|connections|services\n"
+    "                stats|ports|tcp|connections|services|app\n"
     "\n"
     "  stats     per worker lcore and total: packets, bytes, ARP, ICMP and impairment\n"
     "            counters, drops by named reason (reasons with a zero total are not\n"
@@ -44,6 +45,9 @@ constexpr char kUsage[] =
     "            retransmissions, RTT, congestion window\n"
     "  services  TCP services (services: in the config): counters and the last\n"
     "            finished transfers with their byte count and SHA-256\n"
+    "  app       the application interface (libiwarp sessions): sessions, PDs, MRs,\n"
+    "            CQs, QPs, STags in use, registered bytes, work requests completed,\n"
+    "            failed and flushed, bytes moved\n"
     "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
     "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
     "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
@@ -86,7 +90,7 @@ int main(int argc, char** argv) {
     } else if (a == "--socket" && i + 1 < argc) {
       socket_path = argv[++i];
     } else if ((a == "stats" || a == "ports" || a == "tcp" || a == "connections" ||
-                a == "services") &&
+                a == "services" || a == "app") &&
                command.empty()) {
       command = a;
     } else {
@@ -190,6 +194,7 @@ int main(int argc, char** argv) {
   }
   if (command == "ports") return finish(iwarp::tools::FormatPorts(body));
   if (command == "services") return finish(iwarp::tools::FormatServices(body));
+  if (command == "app") return finish(iwarp::tools::FormatApp(body));
   absl::StatusOr<std::string> text = iwarp::tools::FormatStats(body);
   if (command == "stats" && text.ok()) {
     // The TCP table follows the packet counters.

@@ -67,6 +67,33 @@ absl::StatusOr<std::string> FormatStats(const JsonValue& stats) {
   return out;
 }
 
+absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
+  if (app.type != JsonValue::Type::kObject || app.Find("state") == nullptr) {
+    return absl::InvalidArgumentError("reply is not an /iwarpd/app object");
+  }
+  if (app.Text("state") != "running") {
+    return std::string("application interface: off (no app_interface server running)\n");
+  }
+  std::string out = "application interface: running\n";
+  absl::StrAppend(&out, "  sessions       active ", app.Text("sessions_active"), "  opened ",
+                  app.Text("sessions_opened"), "  closed ", app.Text("sessions_closed"),
+                  "  refused ", app.Text("sessions_refused"), "\n");
+  absl::StrAppend(&out, "  objects        PDs ", app.Text("pds_active"), "  MRs ",
+                  app.Text("mrs_active"), "  CQs ", app.Text("cqs_active"), "  QPs ",
+                  app.Text("qps_active"), "  STags in use ", app.Text("stags_in_use"), "\n");
+  absl::StrAppend(&out, "  memory         registered ", app.Text("registered_bytes"),
+                  " bytes  mapped ", app.Text("mapped_bytes"), " bytes\n");
+  absl::StrAppend(&out, "  work requests  completed ", app.Text("wrs_completed"), "  failed ",
+                  app.Text("wrs_failed"), "  flushed ", app.Text("wrs_flushed"), "\n");
+  absl::StrAppend(&out, "  bytes moved    ", app.Text("bytes_moved"), "\n");
+  absl::StrAppend(&out, "  connections    ", app.Text("connections"), " loopback QP pairs\n");
+  absl::StrAppend(&out, "  events         posted ", app.Text("events_posted"), "  dropped ",
+                  app.Text("events_dropped"), "  doorbells ", app.Text("doorbells"), "\n");
+  absl::StrAppend(&out, "  errors         requests failed ", app.Text("requests_failed"),
+                  "  ring corruptions ", app.Text("ring_corruptions"), "\n");
+  return out;
+}
+
 absl::StatusOr<std::string> FormatPorts(const JsonValue& ports) {
   const JsonValue* ids = ports.Find("port_ids");
   if (ports.type != JsonValue::Type::kObject || ids == nullptr ||

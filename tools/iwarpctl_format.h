@@ -15,6 +15,10 @@ namespace iwarp::tools {
 // total; under "drops" one row per drop reason whose total is not zero.
 absl::StatusOr<std::string> FormatStats(const JsonValue& stats);
 
+// `app` is the value of "/iwarpd/app": {"state": "running"|"off", counters...}.
+// Groups: sessions, objects, memory, work requests, connections, events.
+absl::StatusOr<std::string> FormatApp(const JsonValue& app);
+
 // `ports` is the value of "/iwarpd/ports": {"port_ids": [...], "port_N": {...}}.
 absl::StatusOr<std::string> FormatPorts(const JsonValue& ports);
 

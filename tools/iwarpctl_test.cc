@@ -119,5 +119,34 @@ TEST(IwarpctlFormat, ServicesWithTransfers) {
             "  transfer 20 def reset 198.18.0.2:2\n");
 }
 
+TEST(IwarpctlFormat, App) {
+  auto doc = ParseJson(
+      R"({"state": "running", "sessions_active": 2, "sessions_opened": 5, "sessions_closed": 3,)"
+      R"( "sessions_refused": 1, "pds_active": 2, "mrs_active": 4, "cqs_active": 4,)"
+      R"( "qps_active": 2, "stags_in_use": 4, "registered_bytes": 8192, "mapped_bytes": 9000,)"
+      R"( "connections": 1, "wrs_completed": 77, "wrs_failed": 2, "wrs_flushed": 3,)"
+      R"( "bytes_moved": 123456, "events_posted": 6, "events_dropped": 0,)"
+      R"( "ring_corruptions": 0, "doorbells": 9, "requests_failed": 1})");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  auto text = FormatApp(*doc);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text,
+            "application interface: running\n"
+            "  sessions       active 2  opened 5  closed 3  refused 1\n"
+            "  objects        PDs 2  MRs 4  CQs 4  QPs 2  STags in use 4\n"
+            "  memory         registered 8192 bytes  mapped 9000 bytes\n"
+            "  work requests  completed 77  failed 2  flushed 3\n"
+            "  bytes moved    123456\n"
+            "  connections    1 loopback QP pairs\n"
+            "  events         posted 6  dropped 0  doorbells 9\n"
+            "  errors         requests failed 1  ring corruptions 0\n");
+  auto off = ParseJson(R"({"state": "off"})");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(*FormatApp(*off), "application interface: off (no app_interface server running)\n");
+  auto bad = ParseJson(R"({"lcores": []})");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(FormatApp(*bad).ok());
+}
+
 }  // namespace
 }  // namespace iwarp::tools
