@@ -50,7 +50,7 @@ struct Bench {
     o.sq_depth = 32;
     return o;
   }
-  bool Connect() { return pair.Connect(NowUs); }
+  bool Connect() { return pair.ConnectWithin(NowUs, 5'000'000); }
   // Returns seconds for kTotal bytes of Writes, or < 0 on failure.
   double Run() {
     Qp& qa = *pair.qa;

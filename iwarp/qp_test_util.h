@@ -232,6 +232,18 @@ class RingPair {
     for (int i = 0; i < 100000 && !(oa.established && ob.established); ++i) Step(now());
     return oa.established && ob.established;
   }
+  // As Connect, bounded by `budget_us` of `now` instead of a step count (for
+  // a wall clock, where a step may take any time).
+  template <typename Clock>
+  bool ConnectWithin(Clock&& now, uint64_t budget_us) {
+    const uint64_t start = now();
+    if (!qa->Connect(tcp::testing::kIpA, tcp::testing::kIpB, kPort, {}, start).ok()) return false;
+    for (uint64_t t = start; t - start < budget_us && !(oa.established && ob.established);
+         t = now()) {
+      Step(t);
+    }
+    return oa.established && ob.established;
+  }
 
   tcp::testing::RingLink link;
   tcp::IsnGenerator isn;
