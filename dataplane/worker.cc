@@ -510,6 +510,9 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   }
   work += n;
 
+  // One receive burst for TCP: in-order data is ACKed once per connection
+  // at its end (TcpStack::BeginBurst), not every second segment.
+  if (tcp_ != nullptr) tcp_->BeginBurst();
   // Rings carry void*: dequeue into void* and convert each (no aliasing
   // through a reinterpreted array).
   void* objs[kMaxBurst];
@@ -524,6 +527,7 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
     const uint16_t nb = rte_eth_rx_burst(q.port_id, q.queue_id, pkts, burst_);
     work += ReceiveBurst(pkts, nb, now_ms);
   }
+  if (tcp_ != nullptr) tcp_->EndBurst(clock_.now_us);
 
   if (now_ms != last_tick_ms_) {
     stack_.Tick(now_ms);
