@@ -11,7 +11,13 @@ stack and link: iwarpd on a TAP device versus a kernel socket behind a veth.
   rr     64-byte request/response on one connection for RR_SECONDS seconds;
          transactions per second
 
+Both sinks only read and discard (--sink-sha256 makes iwarpd's also hash the
+stream, as the interop tests do). The link is not alike: the veth pair carries
+64 KiB GSO segments, the TAP device MTU-sized frames, one read or write
+system call each.
+
   tcp_bench.py --iwarpd PATH --iwarpctl PATH [--bulk-mib N] [--rr-seconds S]
+               [--sink-sha256] [--counters]
 
 Needs root (namespaces); prints a skip reason and exits 77 otherwise.
 """
