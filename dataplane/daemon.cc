@@ -6,6 +6,8 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -166,6 +168,15 @@ absl::Status RunDaemon(const config::Config& cfg, const EalPlan& plan) {
   std::vector<std::string> args = plan.args;  // EAL may permute argv
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // SIGIO is for the polling workers (Worker::Run unblocks it there): net_tap
+  // counts it to know its queues have frames, and the kernel prefers the main
+  // thread for a process signal; asleep here, it would wake first and the
+  // workers would see the frames late. Blocked before EAL starts its threads,
+  // which inherit the mask.
+  sigset_t io;
+  sigemptyset(&io);
+  sigaddset(&io, SIGIO);
+  pthread_sigmask(SIG_BLOCK, &io, nullptr);
   if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
     return absl::InternalError(absl::StrCat("rte_eal_init failed: ", rte_strerror(rte_errno),
                                             " (arguments: ", absl::StrJoin(plan.args, " "), ")"));

@@ -8,6 +8,9 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -510,6 +513,9 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   }
   work += n;
 
+  // One receive burst for TCP: in-order data is ACKed once per connection
+  // at its end (TcpStack::BeginBurst), not every second segment.
+  if (tcp_ != nullptr) tcp_->BeginBurst();
   // Rings carry void*: dequeue into void* and convert each (no aliasing
   // through a reinterpreted array).
   void* objs[kMaxBurst];
@@ -524,6 +530,7 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
     const uint16_t nb = rte_eth_rx_burst(q.port_id, q.queue_id, pkts, burst_);
     work += ReceiveBurst(pkts, nb, now_ms);
   }
+  if (tcp_ != nullptr) tcp_->EndBurst(clock_.now_us);
 
   if (now_ms != last_tick_ms_) {
     stack_.Tick(now_ms);
@@ -545,6 +552,15 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
 }
 
 void Worker::Run() {
+  // net_tap learns that its queues have frames from SIGIO (O_ASYNC on the
+  // queue descriptors, counted by its handler; rx_burst skips the read while
+  // the count is unchanged). RunDaemon blocks it everywhere else so the
+  // kernel delivers it to a running worker, not to a sleeping thread that
+  // must be scheduled first. Once per worker, at start.
+  sigset_t io;
+  sigemptyset(&io);
+  sigaddset(&io, SIGIO);
+  pthread_sigmask(SIG_UNBLOCK, &io, nullptr);
   uint32_t idle_polls = 0;
   while (!stop_->load(std::memory_order_acquire)) {
     if (PollOnce(NowMs()) != 0) {

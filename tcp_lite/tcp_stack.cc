@@ -227,6 +227,11 @@ struct TcpStack::Impl {
     // ------------------------------------------------ delayed ACK
     uint32_t unacked_segments = 0;
     bool ack_now = false;
+    // An in-order ACK held until EndBurst (see TcpStack::BeginBurst).
+    bool ack_held = false;
+    // The slot is on `burst_acks` (per slot, not per connection: kept across
+    // AllocConn so a slot is listed at most once per burst).
+    bool on_burst_list = false;
 
     TcpConnInfo counters;  // the counter fields only
   };
@@ -252,6 +257,11 @@ struct TcpStack::Impl {
   TimerWheel wheel;
   NullSink null_sink;
   std::unique_ptr<Conn[]> conns;
+  // Between BeginBurst and EndBurst: connections owing a held ACK (slots,
+  // at most one entry each; sized max_connections by Create).
+  bool in_burst = false;
+  std::unique_ptr<uint32_t[]> burst_acks;
+  uint32_t n_burst_acks = 0;
   std::unique_ptr<uint8_t[]> send_mem;
   std::unique_ptr<uint8_t[]> recv_mem;
   std::unique_ptr<SendDesc[]> desc_mem;
@@ -374,6 +384,7 @@ struct TcpStack::Impl {
     c.sack_recovery = false;
     c.unacked_segments = 0;
     c.ack_now = false;
+    c.ack_held = false;
     c.counters = TcpConnInfo();
     return &c;
   }
@@ -563,6 +574,7 @@ struct TcpStack::Impl {
       if (edge > c.rcv_adv) c.rcv_adv = edge;
       c.unacked_segments = 0;
       c.ack_now = false;
+      c.ack_held = false;  // this segment carries it
       wheel.Cancel(c.delack_timer);
     }
     ++stats.segments_out;
@@ -1712,9 +1724,16 @@ struct TcpStack::Impl {
 
     // Delayed ACK policy (RFC 5681 4.2, RFC 9293 3.8.6.3).
     ++c.unacked_segments;
-    if (any_ooo || was_ooo_state || opt.delayed_ack_us == 0 || c.unacked_segments >= 2 ||
-        h.Has(kFlagFin)) {
+    if (any_ooo || was_ooo_state || opt.delayed_ack_us == 0 || h.Has(kFlagFin)) {
       c.ack_now = true;
+    } else if (c.unacked_segments >= 2) {
+      // In a receive burst the ACK for in-order data waits for the burst's
+      // end: one cumulative ACK per burst, as a GRO-fed kernel receiver sends.
+      if (in_burst) {
+        HoldAck(c);
+      } else {
+        c.ack_now = true;
+      }
     } else if (!c.delack_timer.armed()) {
       ArmAt(c.delack_timer, opt.delayed_ack_us);
     }
@@ -1746,6 +1765,13 @@ struct TcpStack::Impl {
         EnterTimeWait(c);
       }
     }
+  }
+
+  void HoldAck(Conn& c) {
+    c.ack_held = true;
+    if (c.on_burst_list) return;
+    c.on_burst_list = true;
+    burst_acks[n_burst_acks++] = c.slot;
   }
 
   uint64_t StreamOffset(const Conn& c, Seq32 s) const {
@@ -1893,6 +1919,7 @@ absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& o,
   m.tick_us = o.timer_tick_us;
   const uint32_t n = o.max_connections;
   m.conns = std::make_unique<Impl::Conn[]>(n);
+  m.burst_acks = std::make_unique<uint32_t[]>(n);
   m.send_mem.reset(new uint8_t[size_t{n} * o.send_buffer_bytes]);
   m.recv_mem.reset(new uint8_t[size_t{n} * o.receive_buffer_bytes]);
   const uint32_t dcap = 2 * o.max_zero_copy_sends + 8;
@@ -2019,6 +2046,24 @@ absl::StatusOr<ConnId> TcpStack::Connect(uint32_t local_ip, uint32_t remote_ip,
 void TcpStack::Input(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_segment, uint64_t now_us,
                      ChecksumCheck check) {
   impl_->Input(src_ip, dst_ip, tcp_segment, now_us, check);
+}
+
+void TcpStack::BeginBurst() { impl_->in_burst = true; }
+
+void TcpStack::EndBurst(uint64_t now_us) {
+  Impl& m = *impl_;
+  m.in_burst = false;
+  m.now_us = now_us;
+  for (uint32_t i = 0; i < m.n_burst_acks; ++i) {
+    Impl::Conn& c = m.conns[m.burst_acks[i]];
+    c.on_burst_list = false;
+    // Clear when an ACK-bearing segment went out meanwhile or the slot was
+    // reused (AllocConn clears it).
+    if (!c.in_use || !c.ack_held) continue;
+    c.ack_held = false;
+    if (c.state != TcpState::kTimeWait && c.state != TcpState::kSynSent) m.SendAck(c);
+  }
+  m.n_burst_acks = 0;
 }
 
 void TcpStack::RunTimers(uint64_t now_us) {

@@ -384,6 +384,15 @@ class TcpStack {
   void Input(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_segment, uint64_t now_us,
              ChecksumCheck check = ChecksumCheck::kVerify);
 
+  // A receive burst: the data plane brackets the Input calls of one poll with
+  // these. Inside, the ACK RFC 5681 4.2 asks for after every second
+  // full-sized in-order segment is held and EndBurst sends one cumulative ACK
+  // per connection; duplicate, out-of-order, FIN and window-update ACKs and
+  // ACKs piggybacked on data still leave at once. Without BeginBurst every
+  // second segment is ACKed as it arrives.
+  void BeginBurst();
+  void EndBurst(uint64_t now_us);
+
   // Runs due timers (retransmission, delayed ACK, persist, keepalive,
   // TIME_WAIT). Call every loop iteration.
   void RunTimers(uint64_t now_us);

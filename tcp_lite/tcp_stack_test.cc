@@ -299,6 +299,40 @@ TEST_F(StackTest, DelayedAckThenImmediateAckOnSecondSegment) {
   EXPECT_EQ(user_.offset_errors, 0u);
 }
 
+TEST_F(StackTest, ReceiveBurstSendsOneCumulativeAckAtItsEnd) {
+  Make();
+  Accept();
+  uint32_t seq = kPeerIsn + 1;
+  stack_->BeginBurst();
+  for (uint8_t i = 0; i < 5; ++i) {
+    In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(102 + i, our_tsval_), Pattern(1448, i)));
+    seq += 1448;
+  }
+  EXPECT_TRUE(out_.Take().empty());  // held: in order, no loss
+  EXPECT_EQ(user_.data.size(), 5u * 1448);
+  stack_->EndBurst(now_);
+  Wire a = One();
+  EXPECT_EQ(a.h.flags, kFlagAck);
+  EXPECT_EQ(a.h.ack, Seq32(seq));
+  stack_->BeginBurst();
+  stack_->EndBurst(now_);
+  EXPECT_TRUE(out_.Take().empty());  // nothing owed, nothing sent
+
+  // Out of order inside a burst: the duplicate ACK with SACK leaves at once,
+  // and the ACK it carried settles what was held.
+  stack_->BeginBurst();
+  In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(110, our_tsval_), Pattern(1448, 7)));
+  In(peer_.Build(kFlagAck, seq + 1448, iss_ + 1, 512, Ts(111, our_tsval_), Pattern(1448, 8)));
+  EXPECT_TRUE(out_.Take().empty());
+  In(peer_.Build(kFlagAck, seq + 4 * 1448, iss_ + 1, 512, Ts(112, our_tsval_), Pattern(1448, 9)));
+  a = One();
+  EXPECT_EQ(a.h.ack, Seq32(seq + 2 * 1448));
+  ASSERT_EQ(a.o.sack_block_count, 1);
+  stack_->EndBurst(now_);
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_EQ(user_.offset_errors, 0u);
+}
+
 TEST_F(StackTest, ZeroDelayedAckAcksEverySegment) {
   TcpOptions o = BaseOptions();
   o.delayed_ack_us = 0;

@@ -11,7 +11,13 @@ stack and link: iwarpd on a TAP device versus a kernel socket behind a veth.
   rr     64-byte request/response on one connection for RR_SECONDS seconds;
          transactions per second
 
+Both sinks only read and discard (--sink-sha256 makes iwarpd's also hash the
+stream, as the interop tests do). The link is not alike: the veth pair carries
+64 KiB GSO segments, the TAP device MTU-sized frames, one read or write
+system call each.
+
   tcp_bench.py --iwarpd PATH --iwarpctl PATH [--bulk-mib N] [--rr-seconds S]
+               [--sink-sha256] [--counters]
 
 Needs root (namespaces); prints a skip reason and exits 77 otherwise.
 """
@@ -146,7 +152,21 @@ class BenchDaemon(tcp_interop.TcpDaemon):
     """Busy polling (idle_sleep_us 0): the latency a deployment would run with."""
 
     def config_text(self):
-        return super().config_text().replace("  idle_sleep_us: 100\n", "  idle_sleep_us: 0\n")
+        text = super().config_text().replace("  idle_sleep_us: 100\n", "  idle_sleep_us: 0\n")
+        if self.args.sink_sha256:
+            return text
+        # The kernel-side sink discards what it reads; so does ours, unless
+        # asked to also hash every byte (--sink-sha256).
+        return text.replace("type: sink, port: %d, sha256: true}" % tcp_interop.SINK_PORT,
+                            "type: sink, port: %d}" % tcp_interop.SINK_PORT)
+
+
+def print_counters(d, when):
+    """The daemon's own account of the run: non-zero data-plane counters and
+    drops, and the TCP engine's counters (iwarpctl stats / tcp)."""
+    print("iwarpd counters %s:" % when)
+    for what in ("stats", "tcp"):
+        print(d.ctl(what).stdout.rstrip())
 
 
 def iwarpd_run(args, mib, rr_seconds):
@@ -155,7 +175,11 @@ def iwarpd_run(args, mib, rr_seconds):
     try:
         d.start()
         bulk = ns_py(d.ns, CLIENT_BULK, dpi.OUR_IP, tcp_interop.SINK_PORT, mib)
+        if args.counters:
+            print_counters(d, "after bulk")
         rr = ns_py(d.ns, CLIENT_RR, dpi.OUR_IP, tcp_interop.ECHO_PORT, rr_seconds)
+        if args.counters:
+            print_counters(d, "after request/response")
         return bulk, rr
     finally:
         d.cleanup()
@@ -168,6 +192,10 @@ def main():
     ap.add_argument("--source-root", default=os.path.join(HERE, ".."))
     ap.add_argument("--bulk-mib", type=int, default=1024)
     ap.add_argument("--rr-seconds", type=float, default=5.0)
+    ap.add_argument("--sink-sha256", action="store_true",
+                    help="iwarpd's sink also computes SHA-256 of the stream (the kernel's does not)")
+    ap.add_argument("--counters", action="store_true",
+                    help="print iwarpctl stats and tcp after each iwarpd phase")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces, TAP and veth devices)")
