@@ -28,11 +28,13 @@ run_build() {  # dir, meson test setup, meson setup args...
     meson setup "$dir" "$@" || return 1
   fi
   ninja -C "$dir" || return 1
+  # A stale log must not be counted if this run does not get to write one.
+  rm -f "$dir"/meson-logs/testlog*.json
   meson test -C "$dir" --setup "$setup" --print-errorlogs --num-processes 2
 }
 
-count_results() {  # dir -> "passed failed skipped"
-  python3 - "$1/meson-logs/testlog.json" <<'PY'
+count_results() {  # log file -> "passed failed skipped"
+  python3 - "$1" <<'PY'
 import json, sys
 p = f = s = 0
 for line in open(sys.argv[1]):
@@ -46,13 +48,16 @@ PY
 
 echo "=== gcc build (build/) ==="
 if ! CC=gcc CXX=g++ run_build build long -Dfuzz=disabled; then status=1; fi
-[ -f build/meson-logs/testlog.json ] && summaries+=("gcc $(count_results build)")
+# meson names the log after the test setup: testlog-SETUP.json.
+log=build/meson-logs/testlog-long.json
+[ -f "$log" ] && summaries+=("gcc $(count_results "$log")")
 
 if [ $quick -eq 0 ]; then
   echo "=== clang ASan+UBSan build (build-asan/) ==="
   if ! CC=clang CXX=clang++ run_build build-asan default -Db_sanitize=address,undefined \
       -Db_lundef=false -Dfuzz=enabled -Dfuzz_seconds="$fuzz_seconds"; then status=1; fi
-  [ -f build-asan/meson-logs/testlog.json ] && summaries+=("asan $(count_results build-asan)")
+  log=build-asan/meson-logs/testlog-default.json
+  [ -f "$log" ] && summaries+=("asan $(count_results "$log")")
 fi
 
 tp=0 tf=0 ts=0
