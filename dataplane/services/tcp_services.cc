@@ -11,9 +11,8 @@ using tcp::CloseReason;
 using tcp::ConnId;
 using tcp::FourTuple;
 
-// Echo: every byte received is sent back; after the peer's FIN and once all
-// of it was echoed, our FIN follows (the peer sees an orderly close).
-class EchoService final : public TcpService {
+// A service that listens on cfg_.port and owns every connection it accepts.
+class ListeningService : public TcpService {
  public:
   using TcpService::TcpService;
 
@@ -24,6 +23,13 @@ class EchoService final : public TcpService {
     ++counters_.accepted;
     return this;
   }
+};
+
+// Echo: every byte received is sent back; after the peer's FIN and once all
+// of it was echoed, our FIN follows (the peer sees an orderly close).
+class EchoService final : public ListeningService {
+ public:
+  using ListeningService::ListeningService;
 
   size_t OnData(ConnId conn, uint64_t, ByteSpan data) override {
     Conn* c = Find(conn);
@@ -63,17 +69,9 @@ class EchoService final : public TcpService {
 };
 
 // Sink: counts (and hashes) everything; answers the peer's FIN with its own.
-class SinkService final : public TcpService {
+class SinkService final : public ListeningService {
  public:
-  using TcpService::TcpService;
-
-  absl::Status Start() override { return stack_->Listen(cfg_.port, *this); }
-
-  TcpUser* OnAccept(ConnId conn, const FourTuple& tuple) override {
-    Open(conn, tuple);
-    ++counters_.accepted;
-    return this;
-  }
+  using ListeningService::ListeningService;
 
   size_t OnData(ConnId conn, uint64_t, ByteSpan data) override {
     Conn* c = Find(conn);
