@@ -101,7 +101,7 @@ class MemifDaemon:
     """One iwarpd on a net_memif port, in a namespace of its own."""
 
     def __init__(self, args, name, ip, role, sock, services, iwarp="", impairment="",
-                 tcp_extra=""):
+                 tcp_extra="", main_lcore=0, worker_lcore=1, idle_sleep_us=50):
         tag = "%s%d" % (name, os.getpid())
         self.args = args
         self.ns = "iwi_" + tag
@@ -111,6 +111,8 @@ class MemifDaemon:
         self.ip, self.role, self.sock = ip, role, sock
         self.services, self.iwarp, self.impairment = services, iwarp, impairment
         self.tcp_extra = tcp_extra
+        self.main_lcore, self.worker_lcore = main_lcore, worker_lcore
+        self.idle_sleep_us = idle_sleep_us
         self.proc = None
         self.ns_created = False
 
@@ -118,7 +120,7 @@ class MemifDaemon:
         imp = ("    impairment:\n" + self.impairment) if self.impairment else ""
         return """version: 1
 eal:
-  main_lcore: 0
+  main_lcore: %d
   memory_mb: %d
   hugepages: on
   file_prefix: %s
@@ -129,8 +131,8 @@ ports:
   - port: m0
     ipv4: %s/24
 workers:
-  lcores: [1]
-  idle_sleep_us: 50
+  lcores: [%d]
+  idle_sleep_us: %d
 mempools:
   mbufs: 16383
 app_interface:
@@ -142,7 +144,8 @@ tcp:
   delayed_ack_us: 0
 %siwarp:
 %sservices:
-%s""" % (MEMORY_MB, self.prefix, self.role, self.sock, imp, self.ip, self.tcp_extra,
+%s""" % (self.main_lcore, MEMORY_MB, self.prefix, self.role, self.sock, imp, self.ip,
+         self.worker_lcore, self.idle_sleep_us, self.tcp_extra,
          self.iwarp or "  qps_per_service: 4\n", self.services)
 
     def start(self):
