@@ -126,7 +126,7 @@ class Responder final : public IwarpService {
     for (const Slot& s : slots_) {
       if (n == out.size()) break;
       if (s.qp == nullptr || s.qp->state() == QpState::kIdle) continue;
-      FillInfo(*s.qp, *stack_, &out[n++]);
+      FillInfo(*s.qp, s.tuple, &out[n++]);
     }
     return n;
   }
@@ -402,7 +402,7 @@ class Client final : public IwarpService, private engine::QpObserver {
 
   size_t ListQps(std::span<IwarpQpInfo> out) const override {
     if (out.empty() || qp_ == nullptr || qp_->state() == QpState::kIdle) return 0;
-    FillInfo(*qp_, *stack_, &out[0]);
+    FillInfo(*qp_, tuple_, &out[0]);
     return 1;
   }
   size_t max_qps() const override { return 1; }
@@ -424,9 +424,9 @@ class Client final : public IwarpService, private engine::QpObserver {
   void OnEstablished(Qp& qp, ByteSpan pd) override {
     ++finished_.established;
     tcp::TcpConnInfo info;
-    if (opened_.valid() && stack_->GetConnection(qp.conn(), &info) &&
-        opened_.slot < conns_.size()) {
-      conns_[opened_.slot].tuple = info.tuple;
+    if (stack_->GetConnection(qp.conn(), &info)) {
+      tuple_ = info.tuple;
+      if (opened_.valid() && opened_.slot < conns_.size()) conns_[opened_.slot].tuple = info.tuple;
     }
     ++counters_.connected;
     ResponderPrivateData r;
@@ -649,6 +649,7 @@ class Client final : public IwarpService, private engine::QpObserver {
   uint64_t start_us_ = 0;
   uint64_t first_poll_ms_ = UINT64_MAX;
   tcp::ConnId opened_;
+  tcp::FourTuple tuple_;
   Sha256 sha_;
   IwarpRunResult result_;
 };
@@ -755,13 +756,12 @@ void IwarpService::Refresh(std::span<const engine::Qp* const> live) {
   }
 }
 
-void IwarpService::FillInfo(const engine::Qp& qp, const tcp::TcpStack& stack, IwarpQpInfo* out) {
+void IwarpService::FillInfo(const engine::Qp& qp, const tcp::FourTuple& tuple,
+                            IwarpQpInfo* out) {
   out->state = qp.state();
   out->negotiated = qp.negotiated();
   out->stats = qp.stats();
-  tcp::TcpConnInfo info;
-  out->tuple = qp.conn().valid() && stack.GetConnection(qp.conn(), &info) ? info.tuple
-                                                                          : tcp::FourTuple{};
+  out->tuple = tuple;
   out->has_term_sent = qp.terminate_sent().has_value();
   out->has_term_received = qp.terminate_received().has_value();
   out->term_sent = qp.terminate_sent().value_or(rdmap::TerminateCode{});
