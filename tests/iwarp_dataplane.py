@@ -201,6 +201,11 @@ tcp:
             raise TestFailure("iwarpd %s did not stop within 10 s" % self.prefix)
         if rc != 0:
             raise TestFailure("iwarpd %s exited %d:\n%s" % (self.prefix, rc, self.log()))
+        reports = [l for l in self.log().splitlines()
+                   if "runtime error:" in l or "Sanitizer" in l]
+        if reports:
+            raise TestFailure("iwarpd %s: sanitizer reports:\n%s" % (self.prefix,
+                                                                     "\n".join(reports)))
 
     def cleanup(self):
         if self.proc is not None and self.proc.poll() is None:

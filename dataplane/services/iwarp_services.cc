@@ -370,7 +370,10 @@ class Client final : public IwarpService, private engine::QpObserver {
       if (first_poll_ms_ == UINT64_MAX) first_poll_ms_ = now_ms;
       if (now_ms - first_poll_ms_ < cfg_.start_delay_ms) return;
       result_.started = true;
-      if (!qp_->Connect(local_ip_, cfg_.remote, cfg_.remote_port, {}, now_us).ok()) {
+      // No private data of our own; the span points at a real (unused) byte
+      // because Qp::Connect copies it with memcpy even when it is empty.
+      if (!qp_->Connect(local_ip_, cfg_.remote, cfg_.remote_port, ByteSpan(&no_pd_, 0), now_us)
+               .ok()) {
         ++counters_.connect_failed;
         End(false);
         return;
@@ -650,6 +653,7 @@ class Client final : public IwarpService, private engine::QpObserver {
   uint64_t first_poll_ms_ = UINT64_MAX;
   tcp::ConnId opened_;
   tcp::FourTuple tuple_;
+  uint8_t no_pd_ = 0;
   Sha256 sha_;
   IwarpRunResult result_;
 };
