@@ -188,8 +188,13 @@ tcp:
         return self.ctl_json("stats")["total"]
 
     def qps(self):
-        q = self.ctl_json("qps")
-        return [q["qp_%d" % i] for i in range(q["shown"])]
+        """Every QP (iwarpctl --json qps prints one reply per line, paged)."""
+        r = run([self.args.iwarpctl, "--prefix", self.prefix, "--json", "qps"])
+        out = []
+        for line in r.stdout.splitlines():
+            page = json.loads(line)["/iwarpd/qps"]
+            out += [v for k, v in page.items() if k.startswith("qp_")]
+        return out
 
     def stop(self):
         if self.proc is None or self.proc.poll() is not None:
