@@ -435,8 +435,10 @@ class Client final : public IwarpService, private engine::QpObserver {
     ResponderPrivateData r;
     const uint64_t msg = cfg_.message_bytes;
     const bool needs_recv = cfg_.op == config::IwarpOp::kSend || cfg_.op == config::IwarpOp::kMixed;
+    // The peer controls these: a region too small for our slots, or no
+    // receive buffer for our Sends, ends the run before any work is posted.
     if (!DecodeResponderPd(pd, &r) || r.length < msg * cfg_.queue_depth ||
-        (needs_recv && r.recv_buffer_bytes < msg)) {
+        (needs_recv && (r.recv_buffer_bytes < msg || r.recv_buffers == 0))) {
       ++finished_.bad_private_data;
       End(false);
       return;

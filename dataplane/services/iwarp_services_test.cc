@@ -267,6 +267,17 @@ TEST_F(IwarpServicesTest, ScratchTooSmallIsRefusedByTheClient) {
   EXPECT_EQ(r->iwarp_counters().completion_errors, 0u);
 }
 
+TEST_F(IwarpServicesTest, SendsWithoutResponderReceivesAreNotPosted) {
+  Make();
+  iw_.recv_buffers = 0;  // below what config allows: a foreign responder's private data
+  Responder();
+  IwarpService* cl = Client(config::IwarpOp::kSend, 100, 4, 2);
+  ASSERT_TRUE(RunClients(5'000'000));
+  EXPECT_FALSE(cl->run_result().ok);
+  EXPECT_EQ(cl->iwarp_counters().bad_private_data, 1u);
+  EXPECT_EQ(cl->iwarp_counters().terminates_received, 0u);
+}
+
 TEST_F(IwarpServicesTest, ConcurrentClientsBeyondThePoolAreRefused) {
   Make();
   IwarpService* r = Responder();  // a pool of two QPs
