@@ -843,12 +843,13 @@ def _decode_summary(decoder, path):
     return r.returncode, (int(m.group(1)), int(m.group(2))) if m else None, r.stdout + r.stderr
 
 
-def tshark_crc_counts(path):
+def tshark_crc_counts(path, display_filter=None):
     """(#"Good CRC32", #"Bad CRC32", #MPA PDUs, #DDP/RDMAP PDUs, the -V
-    text) as tshark reports them (PDUs, not frames: a frame may hold several)."""
+    text) as tshark reports them (PDUs, not frames: a frame may hold several),
+    over the frames `display_filter` selects (all by default)."""
     import re
-    v = subprocess.run(["tshark", "-r", path, "-V"], capture_output=True, text=True,
-                       timeout=120).stdout
+    cmd = ["tshark", "-r", path, "-V"] + (["-Y", display_filter] if display_filter else [])
+    v = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     good = len(re.findall(r"\(Good CRC32\)", v))
     bad = len(re.findall(r"Bad CRC32", v))
 
