@@ -326,6 +326,34 @@ def case_rev1(env, c):
     p.close()
 
 
+def case_rev1_s_bit(env, c):
+    """Rev 1 with the (Rev 2) S bit set and 4 bytes of private data: in Rev 1
+    that bit is reserved, "not checked on reception" (RFC 5044 7.1.1), so the
+    4 bytes are plain private data: Reply Rev 1, S=0, no RTR expected."""
+    p = env.peer()
+    req = iw.StartupFrame(s=True, rev=1, private_data=default_ird_ord().encode())
+    rep = p.connect(req)
+    c.note("Reply %r" % rep)
+    c.require(rep.key == iw.KEY_REP and not rep.r and rep.rev == 1, "Rev 1 accepted")
+    c.check(not rep.s, "Reply S=0 (Rev 1 has no IRD/ORD block)")
+    p.send(b"s-bit")
+    m = p.recv_message()
+    c.check(m.payload == b"s-bit", "first FPDU is a normal Send (no RTR in Rev 1): %r" % m)
+    p.close()
+
+
+def case_rev2_no_s(env, c):
+    """Rev 2 without S (no RFC 6581 block): no RTR; the first FPDU is ours."""
+    p, rep = handshake(env, c, rev=2, ird_ord=None)
+    c.note("Reply %r" % rep)
+    c.require(not rep.r and rep.rev == 2, "Rev 2 without S accepted")
+    c.check(not rep.s, "Reply S=0 when the Request had S=0")
+    p.send(b"no-s")
+    m = p.recv_message()
+    c.check(m.payload == b"no-s", "Send echoed: %r" % m)
+    p.close()
+
+
 def case_rev2_write_rtr(env, c):
     p, rep = establish(env, c, rtr="write")
     c.note("Reply %r" % rep)
@@ -657,6 +685,8 @@ def case_guard(env, c):
 CASES = [
     ("rev2_write_rtr", case_rev2_write_rtr),
     ("rev1", case_rev1),
+    ("rev1_s_bit", case_rev1_s_bit),
+    ("rev2_no_s", case_rev2_no_s),
     ("rev2_read_rtr", case_rev2_read_rtr),
     ("crc_on", case_crc_on),
     ("crc_off", case_crc_off),
