@@ -940,7 +940,7 @@ def start_dumpcap(ns, iface, path, logpath):
     process once it is capturing."""
     logf = open(logpath, "w")
     cap = subprocess.Popen(["ip", "netns", "exec", ns, "dumpcap", "-i", iface,
-                            "-f", "tcp port %d" % RESPONDER_PORT, "-w", path],
+                            "-f", "tcp portrange %d-%d" % (RESPONDER_PORT, NOCRC_PORT), "-w", path],
                            stdout=logf, stderr=subprocess.STDOUT)
     deadline = time.time() + 10
     while time.time() < deadline:
@@ -956,49 +956,41 @@ def start_dumpcap(ns, iface, path, logpath):
     return cap
 
 
-def capture_session(env, c, markers):
+def capture_session(env, c, markers, port):
     """CRC on, Markers asked for (M=1) or not: RTR, Writes, a Read, Sends
-    echoed. Every FPDU is answered or small and TCP_NODELAY is set, so each
-    travels in its own TCP segment (RFC 5044 4.5 sizing; Wireshark's MPA
-    dissector needs it). Returns (Reply, FPDUs sent, FPDUs received)."""
-    p, rep = establish(env, c, m=markers, crc=True)
-    s = env.scratch
+    echoed, on `port`. Every FPDU is answered or small and TCP_NODELAY is
+    set, so each travels in its own TCP segment (RFC 5044 4.5 sizing;
+    Wireshark's MPA dissector needs it). Returns (Request M, Reply, FPDUs
+    sent, FPDUs received), the counts re-parsed from the bytes that went
+    each way."""
+    p, rep = establish(env, c, m=markers, crc=True, port=port)
+    s = p.scratch
     c.check(rep.c, "CRC on")
-    c.note("Request M=%d -> Reply %r" % (markers, rep))
+    c.note("port %d, Request M=%d -> Reply %r" % (port, markers, rep))
     sizes = [200, 700, 1100, 90]
     off = 0
     for n in sizes:
-        p.write(s.stag, s.to + off, pattern(n, n))
+        valid_write(env, p, off, pattern(n, n))
         off += n
         time.sleep(0.02)
-    p.read_request(iw.ReadRequest(SINK_STAG, 0, off, s.stag, s.to))
-    got = bytearray()
-    received = 0
-    while len(got) < off:
-        m = p.recv_message()
-        received += 1
-        c.check(not m.fpdu.marker_errors and m.fpdu.crc_ok,
-                "Read Response segment: Markers and CRC good (%d bytes)" % len(m.payload))
-        got += m.payload
-        if m.hdr.last:
-            break
-    c.check(bytes(got) == b"".join(pattern(n, n) for n in sizes), "Read returns the Writes")
-    for n in (64, 900, 1300):
+    got = read_back(c, p, s.stag, s.to, off)
+    c.check(got == b"".join(pattern(n, n) for n in sizes), "Read returns the Writes")
+    for n in (64, 900, 1300, 3000):
         p.send(pattern(n + 1, n))
-        m = p.recv_message()
-        received += 1
-        c.check(m.payload == pattern(n + 1, n) and not m.fpdu.marker_errors and m.fpdu.crc_ok,
+        h, data, ok = recv_send(c, p)
+        c.check(h.opcode == iw.OP_SEND and data == pattern(n + 1, n) and ok,
                 "Send of %d echoed, Markers and CRC good" % n)
-    sent = 1 + len(sizes) + 1 + 3  # RTR, Writes, Read Request, Sends
-    c.check(p.rx.pos >= 2 * 512 if markers else True,
-            "daemon's stream passed %d Marker positions" % (p.rx.pos // 512))
+    if markers:
+        c.check(p.rx.pos >= 2 * 512, "daemon's stream passed %d Marker positions" %
+                (p.rx.pos // 512))
     p.close()
-    return rep, sent, received
+    _, _, sent, received, _, _ = iw.parse_session(bytes(p.sent_raw), bytes(p.recv_raw))
+    return markers, rep, len(sent), len(received), port
 
 
 def check_capture(c, path, sessions, decoder):
-    """`sessions`: (Request M, Reply, FPDUs we sent, FPDUs we received) per
-    TCP connection, in capture order. tshark must decode every FPDU of a
+    """`sessions`: (Request M, Reply, FPDUs we sent, FPDUs we received, port)
+    per TCP connection, in capture order. tshark must decode every FPDU of a
     direction it can follow as iwarp_ddp_rdmap with a Good MPA CRC, and show
     no Bad CRC anywhere; iwarp-decode must count every FPDU and find no
     violation.
@@ -1010,11 +1002,11 @@ def check_capture(c, path, sessions, decoder):
     session where only the other direction has them; that direction is
     reported and left to iwarp-decode."""
     total = 0
-    for i, (req_m, rep, sent, received) in enumerate(sessions):
+    for i, (req_m, rep, sent, received, port) in enumerate(sessions):
         either = req_m or rep.m
-        for label, flt, n, has_m in (("daemon->peer", "tcp.srcport == %d" % RESPONDER_PORT,
+        for label, flt, n, has_m in (("daemon->peer", "tcp.srcport == %d" % port,
                                       received, req_m),
-                                     ("peer->daemon", "tcp.dstport == %d" % RESPONDER_PORT,
+                                     ("peer->daemon", "tcp.dstport == %d" % port,
                                       sent, rep.m)):
             good, bad, mpa, ddp, _ = iw.tshark_crc_counts(path, "tcp.stream == %d && %s" %
                                                           (i, flt))
@@ -1049,10 +1041,11 @@ def run_capture(args):
         cap = start_dumpcap(d.ns, dpi.IFACE, path, os.path.join(d.dir, "dumpcap.log"))
         env = Env(d)
         c = Case("capture")
-        sessions = []
-        for markers in (True, False):
-            rep, sent, received = capture_session(env, c, markers)
-            sessions.append((markers, rep, sent, received))
+        # Markers both ways (the markers: true service), Markers from the
+        # daemon only, no Markers; CRC on in all three.
+        sessions = [capture_session(env, c, True, MARKERS_PORT),
+                    capture_session(env, c, True, RESPONDER_PORT),
+                    capture_session(env, c, False, RESPONDER_PORT)]
         time.sleep(0.5)
         cap.send_signal(signal.SIGINT)
         cap.wait(timeout=10)
