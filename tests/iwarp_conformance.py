@@ -90,6 +90,9 @@ class ResponderDaemon(dpi.Daemon):
         for k, v in self.totals().items():
             if isinstance(v, int):
                 out["stats." + k] = v
+        for k, v in self.ctl_json("tcp")["/iwarpd/tcp"]["total"].items():
+            if isinstance(v, int):
+                out["tcp." + k] = v
         try:
             svc = self.ctl_json("services")["/iwarpd/services"]
             for i, n in enumerate(svc.get("names", [])):
@@ -197,6 +200,9 @@ class Case:
     def require(self, cond, what):
         if not self.check(cond, what):
             raise TestFailure(what)
+
+    def expect_add(self, counter, n=1):
+        self.expect[counter] = self.expect.get(counter, 0) + n
 
     def note(self, what):
         log("  -> " + what)
@@ -311,7 +317,7 @@ def expect_terminate(c, p, layer, etype, code, offending=None, read_req=None, ex
     want = (layer, etype, code)
     c.check(t.triple() == want or t.triple() in extra_ok,
             "TERMINATE layer/etype/code %s == %s" % (t.triple(), (want,) + tuple(extra_ok)))
-    c.expect["rdma.terminates_sent"] = c.expect.get("rdma.terminates_sent", 0) + 1
+    c.expect_add("rdma.terminates_sent")
     if offending is not None and header_optional and not t.d:
         c.check(not t.m and not t.r, "D=0: M=0 and R=0 as well")
         c.note("no terminated DDP header echoed (D=0)")
@@ -356,6 +362,23 @@ def valid_write(env, p, off, data):
     env.model(p)[off:off + len(data)] = data
 
 
+SERVICE_NAME = {RESPONDER_PORT: "rdma", MARKERS_PORT: "rdma_m", NOCRC_PORT: "rdma_nocrc"}
+
+
+def echo(c, p, data, what, corrupt_crc=False):
+    """Sends `data`, expects the same bytes back in one Send message with good
+    CRCs and Markers, and the service's byte counters to move by len(data)."""
+    p.send_segment(iw.DdpHeader(False, iw.OP_SEND, qn=iw.QN_SEND, msn=p.next_msn(iw.QN_SEND)),
+                   data, corrupt_crc=corrupt_crc)
+    h, got, ok = recv_send(c, p)
+    c.check(h.opcode == iw.OP_SEND and h.qn == iw.QN_SEND and got == data and ok,
+            "%s: %d bytes echoed in a Send (MSN %d), CRC/Markers good" % (what, len(data), h.msn))
+    svc = SERVICE_NAME[p.port]
+    c.expect_add(svc + ".bytes_in", len(data))
+    c.expect_add(svc + ".bytes_out", len(data))
+    return h
+
+
 def recv_send(c, p):
     """The next untagged Send message, reassembled from its DDP segments
     (same MSN, MO counting up, L on the last): (first header, payload)."""
@@ -386,10 +409,7 @@ def case_rev1(env, c):
     p, rep = handshake(env, c, rev=1, ird_ord=None)
     c.note("Reply %r" % rep)
     c.require(not rep.r, "Rev 1 accepted")
-    p.send(b"rev1-hello")
-    m = p.recv_message()
-    c.check(m.hdr.opcode == iw.OP_SEND and m.payload == b"rev1-hello",
-            "Send echoed on a Rev 1 connection: %r" % m)
+    echo(c, p, b"rev1-hello", "Rev 1 connection")
     p.close()
 
 
@@ -403,9 +423,7 @@ def case_rev1_s_bit(env, c):
     c.note("Reply %r" % rep)
     c.require(rep.key == iw.KEY_REP and not rep.r and rep.rev == 1, "Rev 1 accepted")
     c.check(not rep.s, "Reply S=0 (Rev 1 has no IRD/ORD block)")
-    p.send(b"s-bit")
-    m = p.recv_message()
-    c.check(m.payload == b"s-bit", "first FPDU is a normal Send (no RTR in Rev 1): %r" % m)
+    echo(c, p, b"s-bit", "first FPDU a normal Send (no RTR in Rev 1)")
     p.close()
 
 
@@ -414,19 +432,15 @@ def case_rev2_no_s(env, c):
     p, rep = handshake(env, c, rev=2, ird_ord=None)
     c.note("Reply %r" % rep)
     c.require(not rep.r and rep.rev == 2, "Rev 2 without S accepted")
-    p.send(b"no-s")
-    m = p.recv_message()
-    c.check(m.payload == b"no-s", "Send echoed: %r" % m)
+    echo(c, p, b"no-s", "Rev 2 without S")
     p.close()
 
 
 def case_rev2_write_rtr(env, c):
     p, rep = establish(env, c, rtr="write")
     c.note("Reply %r, %r" % (rep, p.scratch))
-    p.send(b"w" * 100)
-    m = p.recv_message()
-    c.check(m.hdr.opcode == iw.OP_SEND and m.payload == b"w" * 100 and m.hdr.msn == 1,
-            "Send echoed with MSN 1: %r" % m)
+    h = echo(c, p, b"w" * 100, "after the Write RTR")
+    c.check(h.msn == 1, "the daemon's first Send has MSN 1 (RFC 5041 5.1)")
     p.close()
 
 
@@ -441,9 +455,7 @@ def case_rev2_read_rtr(env, c):
 
 def case_crc_on(env, c):
     p, rep = establish(env, c, crc=True)
-    p.send(b"x" * 333)
-    m = p.recv_message()
-    c.check(m.fpdu.crc_ok is True and m.payload == b"x" * 333, "echo FPDU CRC good")
+    echo(c, p, b"x" * 333, "CRC on")
     p.close()
 
 
@@ -455,23 +467,17 @@ def case_crc_off(env, c):
     p, rep = establish(env, c, crc=False)
     c.note("crc: true service: Reply C=%d to a C=0 Request" % rep.c)
     c.check(rep.c, "service with crc: true answers C=1")
-    p.send(b"crc-on")
-    m = p.recv_message()
-    c.check(m.fpdu.crc_ok is True and m.payload == b"crc-on", "daemon sends good CRCs")
+    echo(c, p, b"crc-on", "C=0 Request, C=1 Reply")
     p.close()
     p, rep = establish(env, c, crc=False, port=NOCRC_PORT)
     c.note("crc: false service: Reply C=%d to a C=0 Request" % rep.c)
     c.check(not rep.c, "service with crc: false answers C=0 to C=0")
-    p.send_segment(iw.DdpHeader(False, iw.OP_SEND, qn=0, msn=p.next_msn(0)), b"nocrc",
-                   corrupt_crc=True)
-    m = p.recv_message()
-    c.check(m.payload == b"nocrc", "C=0 both ways: an FPDU with a garbage CRC field is accepted")
+    echo(c, p, b"nocrc", "C=0 both ways: an FPDU with a garbage CRC field is accepted",
+         corrupt_crc=True)
     p.close()
     p, rep = establish(env, c, crc=True, port=NOCRC_PORT)
     c.check(rep.c, "service with crc: false honours the peer's C=1")
-    p.send(b"peer-wants-crc")
-    m = p.recv_message()
-    c.check(m.fpdu.crc_ok is True, "and sends good CRCs")
+    echo(c, p, b"peer-wants-crc", "crc: false service, C=1 Request")
     p.close()
 
 
@@ -485,10 +491,7 @@ def case_markers(env, c):
         c.note("%s service: Reply M=%d" % (label, rep.m))
         c.check(rep.m == (port == MARKERS_PORT), "Reply M=%d as configured" % rep.m)
         for n in [10, 600, 1000, 2, 1400, 3000]:
-            p.send(pattern(n, n))
-            h, data, ok = recv_send(c, p)
-            c.check(h.opcode == iw.OP_SEND and data == pattern(n, n) and ok,
-                    "%s: echo of %d bytes, CRC and every FPDUPTR right" % (label, n))
+            echo(c, p, pattern(n, n), label)
         valid_write(env, p, 100, pattern(9, 2000))
         got = read_back(c, p, p.scratch.stag, p.scratch.to + 100, 2000)
         c.check(got == pattern(9, 2000), "%s: Write then Read of 2000 bytes" % label)
@@ -513,9 +516,7 @@ def case_write_read_send(env, c):
         off += n
     got = read_back(c, p, sc.stag, sc.to, sc.length, sink_to=0x100)
     c.check(got == data, "Read back %d bytes == what was written" % sc.length)
-    p.send(b"echo me")
-    m = p.recv_message()
-    c.check(m.hdr.opcode == iw.OP_SEND and m.payload == b"echo me", "Send echoed: %r" % m)
+    echo(c, p, b"echo me", "after the Writes and the Read")
     p.close()
 
 
@@ -527,6 +528,7 @@ def case_reject_bad_key(env, c):
     c.note("bad key: %d bytes back, connection %s" % (len(extra), how))
     c.check(extra == b"", "no Reply to a bad key (RFC 5044 7.1.2 rule 5: close)")
     c.check(how in ("fin", "rst"), "connection closed (%s)" % how)
+    c.expect_add("tcp.rsts_out")
 
 
 def case_reject_bad_rev(env, c):
@@ -537,6 +539,7 @@ def case_reject_bad_rev(env, c):
         c.note("Rev %d: %d bytes back, connection %s" % (rev, len(extra), how))
         c.check(extra == b"", "Rev %d: no Reply (RFC 5044 7.1.1 Rev: close)" % rev)
         c.check(how in ("fin", "rst"), "Rev %d: connection closed (%s)" % (rev, how))
+        c.expect_add("tcp.rsts_out")
 
 
 def case_reject_pd_too_long(env, c):
@@ -549,6 +552,7 @@ def case_reject_pd_too_long(env, c):
         c.note("PD_Length %d: %d bytes back, connection %s" % (n, len(extra), how))
         c.check(extra == b"", "PD_Length %d: no Reply (RFC 5044 7.1.1 / 7.1.2 rule 9)" % n)
         c.check(how in ("fin", "rst"), "PD_Length %d: connection closed (%s)" % (n, how))
+        c.expect_add("tcp.rsts_out")
 
 
 def case_reject_extra_bytes(env, c):
@@ -565,6 +569,7 @@ def case_reject_extra_bytes(env, c):
     extra, how = p.read_to_eof()
     c.note("Request followed by an extra byte: %d bytes back, connection %s" % (len(extra), how))
     c.check(how in ("fin", "rst"), "bytes after the Request before the Reply: closed (%s)" % how)
+    c.expect_add("tcp.rsts_out")
 
 
 def case_reject_no_rtr(env, c):
@@ -576,6 +581,7 @@ def case_reject_no_rtr(env, c):
         c.check(rep.ird_ord is not None and not rep.ird_ord.rtr_types(),
                 "the Reject names no RTR type")
         expect_close(c, p, "after the Reject ")
+        c.expect_add("rdma.closed_abnormal")
     p.close()
 
 
@@ -586,6 +592,7 @@ def case_wrong_rtr(env, c):
     c.require(not rep.r, "accepted")
     p.send(b"not-an-rtr")
     expect_terminate(c, p, iw.LAYER_LLP, 0, 0x07)
+    c.expect_add("rdma.closed_abnormal")
 
 
 def case_ird_ord(env, c):
@@ -606,6 +613,7 @@ def case_ird_ord(env, c):
            (["%r %r" % (h, iw.Terminate.decode(pl) if h.opcode == iw.OP_TERMINATE else pl)
              for h, pl in answer] or "nothing", how))
     c.check(how in ("fin", "rst"), "daemon closed after our TERMINATE (%s)" % how)
+    c.expect_add("rdma.closed_abnormal")
 
 
 def case_reads_beyond_ird(env, c):
@@ -642,6 +650,7 @@ def case_reads_beyond_ird(env, c):
             c.check(msn is not None and msn > ird and msn >= done + 2,
                     "the echoed header is a Read Request beyond IRD (MSN %s)" % msn)
             expect_close(c, p)
+            c.expect_add("rdma.closed_abnormal")
             break
         c.require(m.hdr.opcode == iw.OP_READ_RESP and m.hdr.to == len(cur),
                   "Read Response segment in order: %r" % m)
@@ -662,7 +671,7 @@ def _malicious(env, c, build, want, read_req=None, extra_ok=(), crc=True,
     rr = read_req(p.scratch) if read_req else None
     expect_terminate(c, p, *want, offending=seg, read_req=rr, extra_ok=extra_ok,
                      header_optional=header_optional)
-    c.expect["rdma.closed_abnormal"] = c.expect.get("rdma.closed_abnormal", 0) + 1
+    c.expect_add("rdma.closed_abnormal")
     p.close()
 
 
@@ -773,6 +782,7 @@ def case_recv_exhaustion(env, c):
             c.note("%d Sends in one write: %d echoed, then %r" % (n, echoed, t))
             c.check(t.triple() == (1, 2, 0x02), "the Send without a buffer: (1,2,0x02)")
             expect_close(c, p)
+            c.expect_add("rdma.closed_abnormal")
             return
         c.check(m.payload == pattern(echoed, 64), "echo %d in order" % echoed)
         echoed += 1
@@ -976,10 +986,7 @@ def capture_session(env, c, markers, port):
     got = read_back(c, p, s.stag, s.to, off)
     c.check(got == b"".join(pattern(n, n) for n in sizes), "Read returns the Writes")
     for n in (64, 900, 1300, 3000):
-        p.send(pattern(n + 1, n))
-        h, data, ok = recv_send(c, p)
-        c.check(h.opcode == iw.OP_SEND and data == pattern(n + 1, n) and ok,
-                "Send of %d echoed, Markers and CRC good" % n)
+        echo(c, p, pattern(n + 1, n), "capture")
     if markers:
         c.check(p.rx.pos >= 2 * 512, "daemon's stream passed %d Marker positions" %
                 (p.rx.pos // 512))
