@@ -409,6 +409,7 @@ def case_rev1(env, c):
     p, rep = handshake(env, c, rev=1, ird_ord=None)
     c.note("Reply %r" % rep)
     c.require(not rep.r, "Rev 1 accepted")
+    expect_silence(c, p, "until our first FPDU (Rev 1)")
     echo(c, p, b"rev1-hello", "Rev 1 connection")
     p.close()
 
@@ -436,7 +437,18 @@ def case_rev2_no_s(env, c):
     p.close()
 
 
+def expect_silence(c, p, what, seconds=0.3):
+    """RFC 5044 7.1.2 rule 4: the responder sends no FPDU (nor Marker) before
+    it has received one."""
+    extra, how = p.read_to_eof(timeout=seconds)
+    c.check(extra == b"" and how == "timeout" and not p.pending,
+            "nothing from the daemon after its Reply %s (%d bytes, %s)" % (what, len(extra), how))
+
+
 def case_rev2_write_rtr(env, c):
+    p, rep = handshake(env, c, rtr="write", m=True)
+    expect_silence(c, p, "until the Write RTR, even with Markers asked for")
+    p.close()
     p, rep = establish(env, c, rtr="write")
     c.note("Reply %r, %r" % (rep, p.scratch))
     h = echo(c, p, b"w" * 100, "after the Write RTR")

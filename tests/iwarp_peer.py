@@ -859,6 +859,45 @@ def tshark_crc_counts(path, display_filter=None):
     return good, bad, mpa, ddp, v
 
 
+def _wireshark_notes(tmp):
+    """Prints (does not check) two things Wireshark's iWARP dissectors do
+    differently from the RFCs, measured on captures built here, so that a
+    reader of a tshark-based check knows its blind spots."""
+    counts = []
+    for req_m, rep_m in ((True, False), (False, True)):
+        req = StartupFrame.request(rev=2, m=req_m, c=True, ird_ord=IrdOrd(8, 8, a=True, c=True))
+        rep = StartupFrame(reply=True, m=rep_m, c=True, s=True, rev=2,
+                           private_data=IrdOrd(8, 8, a=True, c=True).encode())
+        itx, rtx = FpduSender(rep_m, True), FpduSender(req_m, True)  # RFC 5044 7.1.1
+        chunks = [(True, req.encode()), (False, rep.encode()),
+                  (True, itx.frame(DdpHeader(True, OP_WRITE, stag=1).encode()))]
+        for n in (100, 700):
+            chunks.append((True, itx.frame(DdpHeader(False, OP_SEND, msn=1).encode() + bytes(n))))
+            chunks.append((False, rtx.frame(DdpHeader(False, OP_SEND, msn=1).encode() + bytes(n))))
+        path = os.path.join(tmp, "asym.pcap")
+        write_pcap(path, chunks)
+        ini = tshark_crc_counts(path, "tcp.srcport == 40000")[0]
+        res = tshark_crc_counts(path, "tcp.srcport == 4791")[0]
+        counts.append("Request M=%d Reply M=%d: initiator %d of 3 FPDUs decoded, responder %d of 2" %
+                      (req_m, rep_m, ini, res))
+    print("note: Wireshark with Markers in one direction only: " + "; ".join(counts))
+    rr = ReadRequest(1, 2, 3, 4, 5).encode()
+    bad = DdpHeader(False, OP_READ_REQ, qn=1, msn=1).encode() + rr
+    t = Terminate(LAYER_RDMAP, 1, 0, m=True, d=True, r=True, seg_len=len(bad), ddp_header=bad[:18],
+                  rdma_header=rr)
+    tx = FpduSender(False, True)
+    path = os.path.join(tmp, "term.pcap")
+    write_pcap(path, [(True, StartupFrame.request(c=True).encode()),
+                      (False, StartupFrame(reply=True, c=True).encode()),
+                      (False, tx.frame(DdpHeader(False, OP_TERMINATE, qn=2, msn=1).encode() +
+                                       t.encode()))])
+    v = tshark_crc_counts(path)[4]
+    import re
+    m = re.search(r"Terminated DDP Header: ([0-9a-f]+)", v)
+    print("note: Wireshark shows an untagged (18-byte) Terminated DDP Header as %s (%d bytes)" %
+          (m.group(1) if m else "nothing", len(m.group(1)) // 2 if m else 0))
+
+
 def self_test(decoder=None, synth=None):
     failures = []
 
@@ -910,6 +949,8 @@ def self_test(decoder=None, synth=None):
                 check(good == nf and bad == 0 and ddp == nf and mpa == nf + 2,
                       "tshark markers=%s: %d of %d CRCs Good, %d Bad, %d DDP/RDMAP PDUs, "
                       "%d MPA PDUs" % (markers, good, nf, bad, ddp, mpa))
+        if shutil.which("tshark"):
+            _wireshark_notes(tmp)
         if not decoder:
             print("skip: iwarp-decode cross-check (no --decode given)")
         if not shutil.which("tshark"):
