@@ -802,6 +802,90 @@ def case_recv_exhaustion(env, c):
     p.close()
 
 
+def _marker_session(env, c):
+    p, rep = establish(env, c, port=MARKERS_PORT)
+    c.require(rep.m, "markers: true service asks for Markers")
+    return p
+
+
+def case_marker_reserved(env, c):
+    """Markers whose RESERVED field is 0xFFFF: "ignored on receive (except for
+    CRC calculation)" (RFC 5044 4.3), so the Send must be echoed."""
+    p = _marker_session(env, c)
+    data = pattern(77, 1500)
+    p.send_raw(p.tx.frame(iw.DdpHeader(False, iw.OP_SEND, qn=0, msn=p.next_msn(0)).encode() + data,
+                          marker_rsvd=0xFFFF))
+    h, got, ok = recv_send(c, p)
+    c.check(got == data and ok, "Send with non-zero Marker RESERVED fields echoed")
+    c.expect_add("rdma_m.bytes_in", len(data))
+    p.close()
+
+
+def case_marker_bad_ptr(env, c):
+    """A Marker inside a 1500-byte Send whose FPDUPTR is 8 too high (CRC
+    valid over it). RFC 5044 8 code 3; checking Markers of in-order segments
+    is OPTIONAL, so either a TERMINATE (2, 0, 0x03) or the Send echoed intact
+    is right; anything else (wrong bytes, a hang) is not."""
+    p = _marker_session(env, c)
+    data = pattern(78, 1500)
+    seg = iw.DdpHeader(False, iw.OP_SEND, qn=0, msn=p.next_msn(0)).encode() + data
+    p.send_raw(p.tx.frame(seg, marker_ptr_delta=8))
+    m = p.recv_message()
+    if m.hdr.opcode == iw.OP_TERMINATE:
+        t = iw.Terminate.decode(m.payload)
+        c.note("wrong FPDUPTR: %r" % t)
+        c.check(t.triple() == (2, 0, 0x03), "LLP TERMINATE marker/length mismatch (2,0,0x03)")
+        expect_close(c, p)
+        c.expect_add("rdma_m.closed_abnormal")
+    else:
+        p.pending.insert(0, m.fpdu)
+        h, got, ok = recv_send(c, p)  # the FPDU just read, then the rest
+        c.note("wrong FPDUPTR: not checked, Send echoed")
+        c.check(got == data and ok, "the Send is echoed intact")
+    p.close()
+
+
+def case_dribble(env, c):
+    """The Request in three writes and a Send FPDU one byte per TCP segment
+    (TCP_NODELAY): the daemon reassembles both (RFC 5044 7.1.2; INTEROP.md:
+    accept FPDUs that span segments)."""
+    p = env.peer()
+    p.port = RESPONDER_PORT
+    raw = iw.StartupFrame.request(rev=2, c=True, ird_ord=default_ird_ord()).encode()
+    for part in (raw[:7], raw[7:19], raw[19:]):
+        p.send_raw(part)
+        time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while True:
+        f, n = iw.StartupFrame.decode(p.rxbuf)
+        if f is not None:
+            break
+        p.rxbuf += p._recv_some(deadline)
+    c.require(f.key == iw.KEY_REP and not f.r, "Reply to a Request in three pieces")
+    p.scratch = parse_scratch(f.ulp_data)
+    p.start_fpdus(markers_tx=f.m, markers_rx=False, crc=True)
+    p.send_segment(iw.DdpHeader(True, iw.OP_WRITE, stag=1, to=0))
+    data = pattern(5, 40)
+    fr = p.tx.frame(iw.DdpHeader(False, iw.OP_SEND, qn=0, msn=p.next_msn(0)).encode() + data)
+    for i in range(len(fr)):
+        p.sock.sendall(fr[i:i + 1])
+        time.sleep(0.002)
+    h, got, ok = recv_send(c, p)
+    c.check(got == data and ok, "a %d-byte FPDU sent one byte per segment is echoed" % len(fr))
+    c.expect_add("rdma.bytes_in", len(data))
+    p.close()
+
+
+def case_send_invalidate(env, c):
+    """Send with Invalidate naming the scratch STag, which the service
+    registered as not remotely invalidable: RFC 5040 TERMINATE 'STag cannot
+    be invalidated' (0x09; RDMAP remote protection or remote operation) --
+    and the region must stay usable (guard reads it later)."""
+    _malicious(env, c, lambda s: iw.DdpHeader(False, iw.OP_SEND_INV, qn=0, msn=1,
+                                              rsvd_ulp=s.stag).encode() + b"inv",
+               (0, 1, 0x09), extra_ok=((0, 2, 0x09),))
+
+
 def case_guard(env, c):
     """After every malicious case: every scratch region of the main service
     holds exactly what the valid Writes put there (no 0xEE byte of a refused
@@ -856,6 +940,10 @@ CASES = [
     ("reads_beyond_ird", case_reads_beyond_ird),
     ("recv_exhaustion", case_recv_exhaustion),
     ("bad_crc", case_bad_crc),
+    ("marker_reserved", case_marker_reserved),
+    ("marker_bad_ptr", case_marker_bad_ptr),
+    ("dribble", case_dribble),
+    ("send_invalidate", case_send_invalidate),
     ("guard", case_guard),
 ]
 

@@ -203,9 +203,12 @@ class FpduSender:
     def _at_marker(self):
         return self.markers and self.pos % MARKER_INTERVAL == 0
 
-    def frame(self, ulpdu, corrupt_crc=False, length=None):
+    def frame(self, ulpdu, corrupt_crc=False, length=None, marker_rsvd=0, marker_ptr_delta=0):
         """The octets of one FPDU carrying `ulpdu` (Markers included).
-        `length` overrides the ULPDU Length field (malformed frames)."""
+        Malformed frames: `length` overrides the ULPDU Length field,
+        `marker_rsvd` fills the Markers' RESERVED field and `marker_ptr_delta`
+        is added to the FPDUPTR of Markers inside the FPDU (the CRC covers
+        the Markers as sent)."""
         ulpdu = bytes(ulpdu)
         out = bytearray()
         if self._at_marker():
@@ -217,7 +220,8 @@ class FpduSender:
         i = 0
         while i < len(body):
             if self._at_marker():
-                out += struct.pack("!HH", 0, self.pos - start)
+                out += struct.pack("!HH", marker_rsvd,
+                                   (self.pos - start + marker_ptr_delta) & 0xFFFF)
                 self.pos += 4
             room = MARKER_INTERVAL - self.pos % MARKER_INTERVAL if self.markers else len(body)
             k = min(room, len(body) - i)
@@ -225,7 +229,8 @@ class FpduSender:
             self.pos += k
             i += k
         if self._at_marker():  # right after the PAD: still this FPDU's
-            out += struct.pack("!HH", 0, self.pos - start)
+            out += struct.pack("!HH", marker_rsvd,
+                               (self.pos - start + marker_ptr_delta) & 0xFFFF)
             self.pos += 4
         c = fpdu_crc(out) if self.crc else b"\0\0\0\0"
         if corrupt_crc:
@@ -275,6 +280,9 @@ class FpduReceiver:
             if len(buf) < i + 4:
                 return False
             rsvd, ptr = struct.unpack("!HH", bytes(buf[i:i + 4]))
+            # RFC 5044 4.3: RESERVED is zero on transmit (checked here, since
+            # this receiver judges the daemon as a sender); the two low
+            # FPDUPTR bits are treated as zero.
             if rsvd != 0 or (ptr & ~3) != expect:
                 errors.append("marker at %d: %04x %04x, expected FPDUPTR %d" % (p, rsvd, ptr, expect))
             covered.extend(buf[i:i + 4])
