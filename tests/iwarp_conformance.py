@@ -1070,9 +1070,8 @@ def capture_session(env, c, markers, port):
     """CRC on, Markers asked for (M=1) or not: RTR, Writes, a Read, Sends
     echoed, on `port`. Every FPDU is answered or small and TCP_NODELAY is
     set, so each travels in its own TCP segment (RFC 5044 4.5 sizing;
-    Wireshark's MPA dissector needs it). Returns (Request M, Reply, FPDUs
-    sent, FPDUs received), the counts re-parsed from the bytes that went
-    each way."""
+    Wireshark's MPA dissector needs it). Returns what check_capture needs:
+    the FPDUs re-parsed from the bytes that went each way, and the ports.""" 
     p, rep = establish(env, c, m=markers, crc=True, port=port)
     s = p.scratch
     c.check(rep.c, "CRC on")
@@ -1090,14 +1089,44 @@ def capture_session(env, c, markers, port):
     if markers:
         c.check(p.rx.pos >= 2 * 512, "daemon's stream passed %d Marker positions" %
                 (p.rx.pos // 512))
+    lport = p.sock.getsockname()[1]
     p.close()
     _, _, sent, received, _, _ = iw.parse_session(bytes(p.sent_raw), bytes(p.recv_raw))
-    return markers, rep, len(sent), len(received), port
+    return {"req_m": markers, "rep": rep, "sent": sent, "received": received, "port": port,
+            "lport": lport, "reply_len": iw.STARTUP_HEADER + len(rep.private_data)}
+
+
+def check_alignment(c, path, sess):
+    """RFC 5044 A.1 (and INTEROP.md: one complete FPDU per TCP segment, sized
+    from the EMSS): every daemon->peer TCP segment of Full Operation starts
+    with an FPDU (its leading Marker included) and ends with one. FPDU
+    positions come from this module's own parse of the received stream."""
+    segs = [g for g in iw.read_tcp_segments(path)
+            if g["sport"] == sess["port"] and g["dport"] == sess["lport"]]
+    syn = [g for g in segs if g["flags"] & 0x12 == 0x12]
+    if not c.check(len(syn) == 1, "connection to port %d: one SYN-ACK captured" % sess["port"]):
+        return
+    base = (syn[0]["seq"] + 1 + sess["reply_len"]) & 0xFFFFFFFF
+    starts = {f.raw_start for f in sess["received"]}
+    ends = {f.raw_start + f.raw_len for f in sess["received"]}
+    bad, n = [], 0
+    for g in segs:
+        if not g["payload"]:
+            continue
+        off = (g["seq"] - base) & 0xFFFFFFFF
+        if off >= 1 << 31:  # the Reply itself
+            continue
+        n += 1
+        if off not in starts or off + len(g["payload"]) not in ends:
+            bad.append((off, len(g["payload"])))
+    c.check(n > 0 and not bad, "port %d: all %d daemon segments hold whole FPDUs (misaligned: %s)" %
+            (sess["port"], n, bad[:5]))
+    biggest = max(f.raw_len for f in sess["received"])
+    c.check(biggest <= 1460, "largest daemon FPDU %d octets <= EMSS 1460" % biggest)
 
 
 def check_capture(c, path, sessions, decoder):
-    """`sessions`: (Request M, Reply, FPDUs we sent, FPDUs we received, port)
-    per TCP connection, in capture order. tshark must decode every FPDU of a
+    """`sessions`: capture_session() results, in capture order. tshark must decode every FPDU of a
     direction it can follow as iwarp_ddp_rdmap with a Good MPA CRC, and show
     no Bad CRC anywhere; iwarp-decode must count every FPDU and find no
     violation.
@@ -1109,7 +1138,10 @@ def check_capture(c, path, sessions, decoder):
     session where only the other direction has them; that direction is
     reported and left to iwarp-decode."""
     total = 0
-    for i, (req_m, rep, sent, received, port) in enumerate(sessions):
+    for i, sess in enumerate(sessions):
+        req_m, rep, port = sess["req_m"], sess["rep"], sess["port"]
+        sent, received = len(sess["sent"]), len(sess["received"])
+        check_alignment(c, path, sess)
         either = req_m or rep.m
         for label, flt, n, has_m in (("daemon->peer", "tcp.srcport == %d" % port,
                                       received, req_m),

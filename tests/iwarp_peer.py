@@ -241,13 +241,14 @@ class FpduSender:
 
 
 class Fpdu:
-    def __init__(self, ulpdu, crc_ok, marker_errors, raw_len, crc_field, start):
+    def __init__(self, ulpdu, crc_ok, marker_errors, raw_len, crc_field, start, raw_start):
         self.ulpdu = ulpdu              # ULPDU (DDP segment) without Markers or PAD
         self.crc_ok = crc_ok            # True, False, or None (CRC not in use)
         self.marker_errors = marker_errors  # list of strings
         self.raw_len = raw_len          # octets on the wire incl. Markers and CRC
         self.crc_field = crc_field
         self.start = start              # stream position of the ULPDU Length field
+        self.raw_start = raw_start      # stream position of its first octet (a leading Marker)
 
 
 class FpduReceiver:
@@ -328,7 +329,7 @@ class FpduReceiver:
         p += 4
         crc_ok = (fpdu_crc(covered) == crc_field) if self.crc else None
         del self.buf[:i]
-        f = Fpdu(rest[:n], crc_ok, errors, i, crc_field, start)
+        f = Fpdu(rest[:n], crc_ok, errors, i, crc_field, start, self.pos)
         self.pos = p
         return f
 
@@ -662,10 +663,8 @@ def write_pcap(path, chunks, a=("198.18.0.2", 40000), b=("198.18.0.1", 4791), ms
             f.write(struct.pack("<IIII", 1700000000, i * 10, len(fr), len(fr)) + fr)
 
 
-def read_pcap_streams(path):
-    """The two TCP payload streams of the first connection in a classic pcap
-    (or pcapng) written without loss or reordering: (client bytes, server
-    bytes). Enough for iwarp-synth's reference captures."""
+def read_pcap_packets(path):
+    """The frames of a classic pcap or pcapng file, as bytes."""
     with open(path, "rb") as f:
         data = f.read()
     pkts = []
@@ -682,9 +681,36 @@ def read_pcap_streams(path):
             if btype == 6:
                 cap = struct.unpack("<I", data[i + 20:i + 24])[0]
                 pkts.append(data[i + 28:i + 28 + cap])
+            if blen < 12:
+                break
             i += blen
     else:
         raise ProtocolError("not a pcap file: " + path)
+    return pkts
+
+
+def read_tcp_segments(path):
+    """Every IPv4/TCP segment of an Ethernet capture: dicts with sport,
+    dport, seq, flags and payload."""
+    out = []
+    for p in read_pcap_packets(path):
+        if len(p) < 54 or p[12:14] != b"\x08\x00" or p[23] != 6:
+            continue
+        ihl = (p[14] & 0xF) * 4
+        t = 14 + ihl
+        sport, dport, seq = struct.unpack("!HHI", p[t:t + 8])
+        off = (p[t + 12] >> 4) * 4
+        tot = struct.unpack("!H", p[16:18])[0]
+        out.append({"sport": sport, "dport": dport, "seq": seq, "flags": p[t + 13],
+                    "payload": p[t + off:14 + tot]})
+    return out
+
+
+def read_pcap_streams(path):
+    """The two TCP payload streams of the first connection in a classic pcap
+    (or pcapng) written without loss or reordering: (client bytes, server
+    bytes). Enough for iwarp-synth's reference captures."""
+    pkts = read_pcap_packets(path)
     client, streams = None, {}
     for p in pkts:
         if len(p) < 34 or p[12:14] != b"\x08\x00" or p[23] != 6:
