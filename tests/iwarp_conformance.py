@@ -1192,6 +1192,7 @@ def run_capture(args):
         check_capture(c, path, sessions, args.decode)
         rc, secs = d.stop(signal.SIGTERM)
         c.check(rc == 0, "SIGTERM: iwarpd exited %s" % rc)
+        c.check(not d.sanitizer_reports(), "no sanitizer reports %s" % d.sanitizer_reports())
         if c.failures and args.keep:
             shutil.copy(path, args.keep)
         log("%d check(s) failed" % len(c.failures) if c.failures else "all checks passed")
