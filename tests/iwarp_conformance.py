@@ -16,10 +16,12 @@ there (guard check).
   iwarp_conformance.py cases   --iwarpd PATH --iwarpctl PATH [--only NAME,...]
   iwarp_conformance.py capture --iwarpd PATH --iwarpctl PATH --decode PATH
 
-`capture` runs one session with Markers and CRC on (Writes, a Read, Sends both
-ways) while dumpcap records the TAP interface, then requires tshark to decode
-it as iwarp_mpa / iwarp_ddp_rdmap with every MPA CRC "Good" and iwarp-decode
-to find no violation.
+`capture` runs three sessions with CRC on (Markers both ways, Markers from the
+daemon only, none; each with Writes, a Read and Sends both ways) while dumpcap
+records the TAP interface. tshark must decode every FPDU of each direction it
+can follow as iwarp_ddp_rdmap with a Good MPA CRC and no Bad CRC anywhere,
+iwarp-decode must count every FPDU and find no violation, and every daemon TCP
+segment must hold whole FPDUs (RFC 5044 A.1).
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no namespaces, no tshark).
 """
@@ -27,7 +29,6 @@ Exit status: 0 pass, 1 fail, 77 skip (not root, no namespaces, no tshark).
 import argparse
 import ctypes
 import os
-import re
 import shutil
 import signal
 import socket
@@ -137,17 +138,10 @@ def ns_connect(ns, host, port, timeout=5.0):
 
 
 class NsPeer(iw.Peer):
-    def __init__(self, ns, port, timeout=5.0):  # noqa: super().__init__ connects in the default ns
-        self.sock = ns_connect(ns, OUR_IP, port, timeout)
-        self.timeout = timeout
-        self.rxbuf = bytearray()
-        self.reply = None
-        self.tx = None
-        self.rx = None
-        self.msn = {iw.QN_SEND: 1, iw.QN_READ_REQ: 1, iw.QN_TERMINATE: 1}
-        self.sent_raw = bytearray()
-        self.recv_raw = bytearray()
-        self.pending = []
+    """iw.Peer on a socket of the test's namespace."""
+
+    def __init__(self, ns, port, timeout=5.0):
+        super().__init__(timeout=timeout, sock=ns_connect(ns, OUR_IP, port, timeout))
 
 
 # --------------------------------------------------------------------- the responder's contract

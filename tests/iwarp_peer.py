@@ -508,8 +508,11 @@ class Peer:
     segments and recv_message() returns the next DDP segment the daemon sent.
     MSNs of the three untagged queues are counted from 1 (RFC 5041 5.1)."""
 
-    def __init__(self, host, port, timeout=5.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, host=None, port=None, timeout=5.0, sock=None):
+        """Connects to (host, port), or adopts `sock`, an already connected
+        TCP socket (e.g. one created in another network namespace)."""
+        self.sock = sock if sock is not None else socket.create_connection((host, port),
+                                                                           timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.timeout = timeout
         self.rxbuf = bytearray()
