@@ -450,6 +450,22 @@ def case_rev2_write_rtr(env, c):
     p.close()
 
 
+def case_rtr_choice(env, c):
+    """Write and Read RTR both offered: the Reply names exactly one of them
+    (RFC 6581; INTEROP.md), and that one then opens Full Operation."""
+    p, rep = handshake(env, c, ird_ord=iw.IrdOrd(8, 8, a=True, c=True, d=True))
+    got = rep.ird_ord.rtr_types()
+    c.note("Write+Read offered -> %s" % sorted(got))
+    c.require(len(got) == 1 and got <= {"write", "read"}, "exactly one offered RTR type (%s)" % got)
+    rtr = got.pop()
+    send_rtr(p, rtr)
+    if rtr == "read":
+        m = p.recv_message()
+        c.check(m.hdr.opcode == iw.OP_READ_RESP and not m.payload, "zero-length Read Response")
+    echo(c, p, b"chosen", "after the chosen RTR")
+    p.close()
+
+
 def case_rev2_read_rtr(env, c):
     p, rep = establish(env, c, rtr="read")
     c.note("Reply %r" % rep)
@@ -909,6 +925,7 @@ CASES = [
     ("rev1_s_bit", case_rev1_s_bit),
     ("rev2_no_s", case_rev2_no_s),
     ("rev2_read_rtr", case_rev2_read_rtr),
+    ("rtr_choice", case_rtr_choice),
     ("crc_on", case_crc_on),
     ("crc_off", case_crc_off),
     ("markers", case_markers),
