@@ -896,6 +896,27 @@ def case_send_invalidate(env, c):
                (0, 1, 0x09), extra_ok=((0, 2, 0x09),))
 
 
+def case_short_ulpdu(env, c):
+    """FPDUs whose ULPDU cannot hold a DDP header (0, 2 and 8 octets). No RFC
+    code is specific to this; a TERMINATE and the close are required, the
+    code is reported (the engine answers RDMAP catastrophic-stream)."""
+    for ulpdu in (b"", b"\x41\x43", bytes.fromhex("c140") + bytes(6)):
+        p, _ = establish(env, c)
+        p.send_raw(p.tx.frame(ulpdu))
+        try:
+            m = p.recv_message()
+        except (TimeoutError, EOFError) as e:
+            c.check(False, "%d-octet ULPDU: TERMINATE expected, got %s" % (len(ulpdu), e))
+            continue
+        ok = m.hdr.opcode == iw.OP_TERMINATE and m.hdr.qn == iw.QN_TERMINATE
+        t = iw.Terminate.decode(m.payload) if ok else None
+        c.note("%d-octet ULPDU: %r" % (len(ulpdu), t))
+        c.check(ok, "%d-octet ULPDU answered with a TERMINATE" % len(ulpdu))
+        expect_close(c, p)
+        c.expect_add("rdma.closed_abnormal")
+        p.close()
+
+
 def case_guard(env, c):
     """After every malicious case: every scratch region of the main service
     holds exactly what the valid Writes put there (no 0xEE byte of a refused
@@ -955,6 +976,7 @@ CASES = [
     ("marker_bad_ptr", case_marker_bad_ptr),
     ("dribble", case_dribble),
     ("send_invalidate", case_send_invalidate),
+    ("short_ulpdu", case_short_ulpdu),
     ("guard", case_guard),
 ]
 
