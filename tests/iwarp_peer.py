@@ -849,6 +849,43 @@ def _roundtrips(check):
                   (markers, crc, len(stream)))
 
 
+def _robustness(check):
+    """Seeded random and mutated inputs: every parser here returns or raises
+    ProtocolError, nothing else (these parsers read what a daemon under test
+    sends, so they must not fail in surprising ways)."""
+    import random
+    rnd = random.Random(5044)
+    base = [StartupFrame.request(ird_ord=IrdOrd(1, 2, a=True, c=True)).encode(),
+            DdpHeader(True, OP_WRITE, stag=7, to=9).encode() + b"xyz",
+            DdpHeader(False, OP_READ_REQ, qn=1, msn=1).encode() + ReadRequest(1, 2, 3, 4, 5).encode(),
+            Terminate(1, 2, 3, m=True, d=True, seg_len=9,
+                      ddp_header=DdpHeader(False, OP_SEND).encode()).encode(),
+            FpduSender(True, True).frame(bytes(700))]
+    surprises = []
+    for i in range(3000):
+        b = bytearray(rnd.choice(base))
+        for _ in range(rnd.randint(0, 6)):
+            op = rnd.randint(0, 2)
+            if op == 0 and b:
+                b[rnd.randrange(len(b))] = rnd.randrange(256)
+            elif op == 1:
+                del b[rnd.randrange(len(b) + 1):]
+            else:
+                b += bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 8)))
+        data = bytes(b)
+        for name, fn in (("StartupFrame", StartupFrame.decode), ("DdpHeader", DdpHeader.decode),
+                         ("Terminate", Terminate.decode), ("ReadRequest", ReadRequest.decode),
+                         ("FpduReceiver", lambda d: FpduReceiver(i % 2 == 0, True).feed(d))):
+            try:
+                fn(data)
+            except ProtocolError:
+                pass
+            except Exception as e:  # noqa: BLE001 -- exactly what this check looks for
+                surprises.append("%s(%s): %r" % (name, data.hex(), e))
+    check(not surprises, "3000 mutated inputs x 5 parsers: only ProtocolError raised %s" %
+          surprises[:3])
+
+
 def _session_bytes(markers, crc):
     """An MPA session built by this module: Request/Reply, Write RTR, a Write,
     a Read Request and its Response, Sends both ways, with markers/CRC."""
@@ -945,6 +982,7 @@ def self_test(decoder=None, synth=None):
 
     _rfc_vectors(check)
     _roundtrips(check)
+    _robustness(check)
     tmp = tempfile.mkdtemp(prefix="iwarp_peer_")
     try:
         if synth:
