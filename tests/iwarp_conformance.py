@@ -553,6 +553,40 @@ def case_reject_bad_key(env, c):
     c.expect_add("tcp.rsts_out")
 
 
+def case_reject_reply_key(env, c):
+    """A Reply frame sent to the responder (initiator/initiator start-up):
+    RFC 5044 7.1.2 rules 5 and 8: the key is wrong for a Request: close."""
+    p = env.peer()
+    p.send_raw(iw.StartupFrame(reply=True, s=True, rev=2,
+                               private_data=default_ird_ord().encode()).encode())
+    extra, how = p.read_to_eof()
+    c.note("Reply key sent as a Request: %d bytes back, connection %s" % (len(extra), how))
+    c.check(extra == b"" and how in ("fin", "rst"), "no Reply, connection closed (%s)" % how)
+    c.expect_add("tcp.rsts_out")
+
+
+def case_timeouts(env, c):
+    """iwarp.request_timeout_ms and rtr_timeout_ms are 3000 here: a connection
+    that never sends its Request, and one that never sends its RTR, are
+    closed after about 3 s (RFC 5044 7.1.2 rules 8 and 10: timeouts against
+    Responder/Responder start-ups and denial of service)."""
+    t0 = time.monotonic()
+    quiet = env.peer()
+    p, rep = handshake(env, c)
+    c.require(not rep.r, "accepted")
+    ends = {}
+    for name, peer in (("no Request", quiet), ("no RTR", p)):
+        extra, how = peer.read_to_eof(timeout=8.0 - (time.monotonic() - t0))
+        ends[name] = (time.monotonic() - t0, how, len(extra))
+    c.note("closed after: %s" % ", ".join("%s %.2f s (%s, %d bytes)" % (k, *v)
+                                           for k, v in ends.items()))
+    for name, (secs, how, n) in ends.items():
+        c.check(how in ("fin", "rst") and 2.5 <= secs <= 6.0,
+                "%s: closed after %.2f s (%s), timeout 3 s" % (name, secs, how))
+    quiet.close()
+    p.close()
+
+
 def case_reject_bad_rev(env, c):
     for rev in (0, 3):
         p = env.peer()
@@ -952,12 +986,14 @@ CASES = [
     ("markers", case_markers),
     ("write_read_send", case_write_read_send),
     ("reject_bad_key", case_reject_bad_key),
+    ("reject_reply_key", case_reject_reply_key),
     ("reject_bad_rev", case_reject_bad_rev),
     ("reject_pd_too_long", case_reject_pd_too_long),
     ("reject_extra_bytes", case_reject_extra_bytes),
     ("reject_no_rtr", case_reject_no_rtr),
     ("wrong_rtr", case_wrong_rtr),
     ("ird_ord", case_ird_ord),
+    ("timeouts", case_timeouts),
     ("bad_stag", case_bad_stag),
     ("wrong_key", case_wrong_key),
     ("oob_to", case_oob_to),
