@@ -327,7 +327,9 @@ def expect_terminate(c, p, layer, etype, code, offending=None, read_req=None, ex
                     "R=1 and the terminated RDMA header echoes our Read Request")
         else:
             c.check(not t.r, "R=0 (no Read Request involved)")
-    expect_close(c, p, "after the TERMINATE ")
+    extra, _ = expect_close(c, p, "after the TERMINATE ")
+    c.check(extra == b"" and not p.pending,
+            "the TERMINATE is the last thing the daemon sent (%d more bytes)" % len(extra))
     return t
 
 
