@@ -751,6 +751,26 @@ def case_oob_to(env, c):
     _malicious(env, c, lambda s: _w(s.stag, s.to - 8), (1, 1, 0x01))
 
 
+def case_partial_write(env, c):
+    """A two-segment RDMA Write whose first segment (L=0) is valid and whose
+    second runs past the region: the first is placed, the second refused
+    with base/bounds (1, 1, 0x01); the guard case later checks that exactly
+    the first segment's bytes changed."""
+    p, _ = establish(env, c)
+    sc = p.scratch
+    off = sc.length - 600
+    first = pattern(41, 500)
+    p.send_segment(iw.DdpHeader(True, iw.OP_WRITE, last=False, stag=sc.stag, to=sc.to + off),
+                   first)
+    env.model(p)[off:off + 500] = first
+    bad = iw.DdpHeader(True, iw.OP_WRITE, stag=sc.stag, to=sc.to + off + 500).encode() + \
+        b"\xEE" * 200
+    p.send_raw(p.tx.frame(bad))
+    expect_terminate(c, p, 1, 1, 0x01, offending=bad)
+    c.expect_add("rdma.closed_abnormal")
+    p.close()
+
+
 def case_to_wrap(env, c):
     """TO 2^64 - 8 with 16 bytes. The scratch region does not reach the top of
     the TO space, so RFC 5041 7.1 tagged check 3 (TO in range) fails before
@@ -999,6 +1019,7 @@ CASES = [
     ("bad_stag", case_bad_stag),
     ("wrong_key", case_wrong_key),
     ("oob_to", case_oob_to),
+    ("partial_write", case_partial_write),
     ("to_wrap", case_to_wrap),
     ("invalid_qn", case_invalid_qn),
     ("invalid_msn", case_invalid_msn),
