@@ -1328,11 +1328,12 @@ bool Loader::CheckTcpAndServices() {
     auto it = iwarp_marks_.find(k);
     return it != iwarp_marks_.end() ? it->second : top_mark_;
   };
-  if (w.recv_buffers > w.rq_depth || w.recv_buffers > w.sq_depth) {
+  if (w.recv_buffers > w.rq_depth || 2 * uint64_t{w.recv_buffers} > w.sq_depth) {
     return Fail(iwarp_mark("recv_buffers"), "iwarp.recv_buffers",
                 absl::StrCat(w.recv_buffers, " is above iwarp.rq_depth ", w.rq_depth,
-                             " or iwarp.sq_depth ", w.sq_depth),
-                "allowed: at most rq_depth and sq_depth");
+                             " or half of iwarp.sq_depth ", w.sq_depth),
+                "allowed: at most rq_depth and sq_depth / 2 (the echo Sends of posted and "
+                "spare buffers)");
   }
   if (w.cq_depth < w.sq_depth + w.rq_depth) {
     return Fail(iwarp_mark("cq_depth"), "iwarp.cq_depth",

@@ -964,8 +964,9 @@ TEST(ConfigIwarp, Errors) {
   EXPECT_EQ(Error2("iwarp:\n  revision: 3\n"),
             "t.yaml:8:13: iwarp.revision: 3 is out of range; allowed: an integer from 1 to 2");
   EXPECT_EQ(Error2("iwarp:\n  recv_buffers: 200\n"),
-            "t.yaml:8:17: iwarp.recv_buffers: 200 is above iwarp.rq_depth 128 or iwarp.sq_depth "
-            "128; allowed: at most rq_depth and sq_depth");
+            "t.yaml:8:17: iwarp.recv_buffers: 200 is above iwarp.rq_depth 128 or half of "
+            "iwarp.sq_depth 128; allowed: at most rq_depth and sq_depth / 2 (the echo Sends of "
+            "posted and spare buffers)");
   EXPECT_EQ(Error2("iwarp:\n  cq_depth: 100\n"),
             "t.yaml:8:13: iwarp.cq_depth: 100 is below sq_depth + rq_depth 256; allowed: at "
             "least sq_depth + rq_depth (every work request completes)");

@@ -337,6 +337,8 @@ void Worker::FillTcpSnapshot() {
     if (out.iwarp) {
       out.iwarp_counters = iwarp_services_[s]->iwarp_counters();
       out.run = iwarp_services_[s]->run_result();
+      out.term_sent = iwarp_services_[s]->last_terminate_sent();
+      out.term_received = iwarp_services_[s]->last_terminate_received();
     }
   }
   snapshot_.qp_count = 0;

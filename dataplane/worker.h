@@ -60,6 +60,7 @@ struct TcpSnapshot {
     bool iwarp = false;            // an iwarp_responder / iwarp_client
     IwarpServiceCounters iwarp_counters;
     IwarpRunResult run;            // iwarp_client
+    std::optional<rdmap::TerminateCode> term_sent, term_received;  // the last ones
   };
   bool enabled = false;
   tcp::TcpStackStats stats;

@@ -49,6 +49,7 @@ class ResponderObserver final : public engine::QpObserver {
   engine::AcceptDecision OnConnectRequest(Qp& qp, const mpa::StartupFrame& request) override;
   void OnEstablished(Qp& qp, ByteSpan peer_private_data) override;
   void OnConnectFailed(Qp& qp, ConnectError e, ByteSpan peer_private_data) override;
+  void OnTerminate(Qp& qp, const rdmap::TerminateCode& code, bool sent) override;
   void OnDisconnected(Qp& qp) override;
 
  private:
@@ -65,11 +66,14 @@ class Responder final : public IwarpService {
         memory_(2 * iw.qps_per_service + 1),
         observer_(this),
         listener_(*stack, iw.qps_per_service),
+        buffers_(2 * iw.recv_buffers),
         slots_(iw.qps_per_service),
-        live_qps_(iw.qps_per_service) {}
+        live_qps_(iw.qps_per_service) {
+    for (Slot& s : slots_) s.free.resize(buffers_);
+  }
 
   absl::Status Start() override {
-    const uint64_t recv_len = uint64_t{iw_.recv_buffers} * iw_.recv_buffer_bytes;
+    const uint64_t recv_len = uint64_t{buffers_} * iw_.recv_buffer_bytes;
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& s = slots_[i];
       absl::StatusOr<uint32_t> scratch =
@@ -151,6 +155,7 @@ class Responder final : public IwarpService {
   void OnDisconnected(Qp& qp) {
     if (Slot* s = Find(qp)) s->ended = true;
   }
+  void OnTerminate(const rdmap::TerminateCode& code, bool sent) { NoteTerminate(code, sent); }
 
  private:
   struct Slot {
@@ -163,6 +168,9 @@ class Responder final : public IwarpService {
     tcp::ConnId opened;     // the TcpService connection entry
     tcp::FourTuple tuple;
     uint64_t echoed_bytes = 0;
+    std::vector<uint32_t> free;  // spare receive buffers (capacity buffers_)
+    uint32_t free_count = 0;
+    uint32_t deficit = 0;        // receives to post as soon as a buffer frees
   };
 
   Slot* Find(const Qp& qp) {
@@ -185,7 +193,11 @@ class Responder final : public IwarpService {
     s.opened = tcp::ConnId{};
     s.tuple = tcp::FourTuple{};
     s.echoed_bytes = 0;
+    // recv_buffers posted, as many spare ones for echoes in flight.
     for (uint32_t k = 0; k < iw_.recv_buffers; ++k) PostBuffer(s, k);
+    s.free_count = 0;
+    s.deficit = 0;
+    for (uint32_t k = iw_.recv_buffers; k < buffers_; ++k) s.free[s.free_count++] = k;
     if (!listener_.AddQp(s.qp.get())) {
       return absl::ResourceExhaustedError("iwarp responder: listener pool full");
     }
@@ -205,7 +217,15 @@ class Responder final : public IwarpService {
     Completion cqe[kCqBatch];
     for (;;) {
       const size_t n = s.qp->PollCompletions(std::span<Completion>(cqe));
-      for (size_t i = 0; i < n; ++i) Handle(s, cqe[i]);
+      // Echo completions first: they free the buffers the receives take
+      // the place of (the engine queues receive completions as data
+      // arrives, Send completions when Poll sees the acknowledgement).
+      for (size_t i = 0; i < n; ++i) {
+        if (cqe[i].opcode == WcOpcode::kSend) Handle(s, cqe[i]);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (cqe[i].opcode != WcOpcode::kSend) Handle(s, cqe[i]);
+      }
       if (n < kCqBatch) return;
     }
   }
@@ -216,10 +236,18 @@ class Responder final : public IwarpService {
       return;
     }
     const uint32_t k = static_cast<uint32_t>(c.wr_id);
-    if (k >= iw_.recv_buffers) return;
+    if (k >= buffers_) return;
     if (c.opcode == WcOpcode::kRecv) {
-      // Echo: the same bytes back as a Send; the buffer is posted again
-      // once that Send completed.
+      // Echo: the same bytes back as a Send from the buffer they landed in;
+      // a spare buffer takes its place in the receive queue at once (the
+      // peer may send again before our echo is acknowledged), and the
+      // buffer becomes a spare when the echo completed.
+      if (s.free_count > 0) {
+        PostBuffer(s, s.free[--s.free_count]);
+      } else {
+        ++finished_.recv_starved;  // posted when an echo completes
+        ++s.deficit;
+      }
       engine::SendWr wr;
       wr.wr_id = k;
       wr.opcode = WrOpcode::kSend;
@@ -229,13 +257,23 @@ class Responder final : public IwarpService {
       counters_.bytes_in += c.byte_len;
       if (s.qp->PostSend(wr) != PostStatus::kOk) {
         ++finished_.echo_post_failed;
-        PostBuffer(s, k);
+        Release(s, k);
       }
     } else if (c.opcode == WcOpcode::kSend) {
       ++finished_.sends_echoed;
       counters_.bytes_out += c.byte_len;
       s.echoed_bytes += c.byte_len;
+      Release(s, k);
+    }
+  }
+
+  // Buffer k is free again: posted at once if the receive queue is short.
+  void Release(Slot& s, uint32_t k) {
+    if (s.deficit > 0) {
+      --s.deficit;
       PostBuffer(s, k);
+    } else {
+      s.free[s.free_count++] = k;
     }
   }
 
@@ -274,6 +312,7 @@ class Responder final : public IwarpService {
   DaemonMemory memory_;
   ResponderObserver observer_;
   engine::Listener listener_;
+  const uint32_t buffers_;  // receive buffers per QP: posted + spare
   std::vector<Slot> slots_;
   std::vector<const Qp*> live_qps_;
 };
@@ -284,6 +323,9 @@ engine::AcceptDecision ResponderObserver::OnConnectRequest(Qp& qp, const mpa::St
 void ResponderObserver::OnEstablished(Qp& qp, ByteSpan) { r_->OnEstablished(qp); }
 void ResponderObserver::OnConnectFailed(Qp& qp, ConnectError, ByteSpan) { r_->OnSetupFailed(qp); }
 void ResponderObserver::OnDisconnected(Qp& qp) { r_->OnDisconnected(qp); }
+void ResponderObserver::OnTerminate(Qp&, const rdmap::TerminateCode& code, bool sent) {
+  r_->OnTerminate(code, sent);
+}
 
 // ---------------------------------------------------------------- client
 
@@ -410,6 +452,9 @@ class Client final : public IwarpService, private engine::QpObserver {
     (void)qp;
   }
   void OnDisconnected(Qp&) override { disconnected_ = true; }
+  void OnTerminate(Qp&, const rdmap::TerminateCode& code, bool sent) override {
+    NoteTerminate(code, sent);
+  }
 
   uint64_t SlotTo(uint32_t s) const { return uint64_t{s} * cfg_.message_bytes; }
 
@@ -456,6 +501,7 @@ class Client final : public IwarpService, private engine::QpObserver {
       Slot& sl = slots_[retired_ % qd];
       if (sl.pending != 0) break;
       const uint32_t s = static_cast<uint32_t>(retired_ % qd);
+      if (sl.op == config::IwarpOp::kSend) --sends_in_flight_;
       if (sl.compare) {
         const ByteSpan got(dst_.data() + SlotTo(s), msg);
         const ByteSpan want(src_.data() + sl.expect_offset % kPatternPeriod, msg);
@@ -475,18 +521,21 @@ class Client final : public IwarpService, private engine::QpObserver {
       End(finished_.verify_failures == 0);
       return;
     }
-    // Post while a slot is free.
+    // Post while a slot is free (and, for a Send, while the responder has
+    // a receive posted for it: at most its recv_buffers Sends unanswered).
     while (posted_ < cfg_.count && posted_ - retired_ < qd) {
       const uint64_t i = posted_;
       const uint32_t s = static_cast<uint32_t>(i % qd);
-      Slot& sl = slots_[s];
-      sl.message = i;
-      sl.op = cfg_.op;
-      if (sl.op == config::IwarpOp::kMixed) {
+      config::IwarpOp op = cfg_.op;
+      if (op == config::IwarpOp::kMixed) {
         constexpr config::IwarpOp kCycle[] = {config::IwarpOp::kWrite, config::IwarpOp::kRead,
                                               config::IwarpOp::kSend};
-        sl.op = kCycle[i % 3];
+        op = kCycle[i % 3];
       }
+      if (op == config::IwarpOp::kSend && sends_in_flight_ >= remote_.recv_buffers) break;
+      Slot& sl = slots_[s];
+      sl.message = i;
+      sl.op = op;
       const uint64_t offset = i * msg;
       ++posted_;
       switch (sl.op) {
@@ -509,6 +558,7 @@ class Client final : public IwarpService, private engine::QpObserver {
           break;
         case config::IwarpOp::kSend:
         case config::IwarpOp::kMixed: {
+          ++sends_in_flight_;
           sl.expect_offset = offset;
           sl.compare = true;
           sl.pending = 2;
@@ -595,6 +645,7 @@ class Client final : public IwarpService, private engine::QpObserver {
   bool disconnected_ = false;
   uint64_t posted_ = 0;
   uint64_t retired_ = 0;
+  uint32_t sends_in_flight_ = 0;
   uint64_t start_us_ = 0;
   uint64_t first_poll_ms_ = UINT64_MAX;
   tcp::ConnId opened_;
@@ -651,7 +702,8 @@ absl::StatusOr<uint32_t> DaemonMemory::Register(uint64_t length, uint8_t access,
   r.handle = regions_.size();
   absl::StatusOr<uint32_t> stag = table_.Register(r, /*remote_invalidate=*/false);
   if (!stag.ok()) return stag.status();
-  regions_.push_back(std::make_unique<uint8_t[]>(std::max<uint64_t>(1, length)));
+  // Not value-initialised: large regions stay untouched pages until used.
+  regions_.push_back(std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(1, length)));
   lengths_.push_back(length);
   return *stag;
 }

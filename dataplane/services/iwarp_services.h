@@ -27,6 +27,10 @@
 //       32    4 recv buffer bytes   largest Send the responder echoes
 //       36    4 recv buffers        Sends it holds posted at once
 //
+// A QP holds 2 x recv_buffers receive buffers: recv_buffers posted, the
+// others spare, taking a completed buffer's place while its echo is in flight.
+// A client keeps at most recv_buffers Sends unanswered.
+//
 // Each pool QP has its own scratch region and receive buffers, registered once
 // at start-up in the service's FixedStagTable (so an STag stays the same for
 // every connection that QP serves; the peer may not invalidate it).
@@ -58,6 +62,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -96,6 +101,7 @@ bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out);
   X(qp_recycle_failed)   /* replacement could not be created */                \
   X(sends_echoed)        /* responder: Sends answered with their bytes */      \
   X(echo_post_failed)    /* responder: echo Send or re-posted receive refused */ \
+  X(recv_starved)        /* responder: no spare receive buffer to post */      \
   X(completion_errors)   /* work completions with a status other than success */ \
   X(messages_done)       /* client: messages completed (and verified) */      \
   X(verify_failures)     /* client: data that came back differed */            \
@@ -178,6 +184,11 @@ class IwarpService : public TcpService {
       const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip);
 
   const IwarpServiceCounters& iwarp_counters() const { return live_; }
+  // The last Terminate any of the service's QPs sent / received.
+  const std::optional<rdmap::TerminateCode>& last_terminate_sent() const { return term_sent_; }
+  const std::optional<rdmap::TerminateCode>& last_terminate_received() const {
+    return term_received_;
+  }
   // Client only (responder: default).
   virtual IwarpRunResult run_result() const { return {}; }
   // Fills `out` with the service's QPs that have a connection (or had one
@@ -198,6 +209,12 @@ class IwarpService : public TcpService {
   void Refresh(std::span<const engine::Qp* const> live);
   static void FillInfo(const engine::Qp& qp, const tcp::TcpStack& stack, IwarpQpInfo* out);
 
+  void NoteTerminate(const rdmap::TerminateCode& code, bool sent) {
+    (sent ? term_sent_ : term_received_) = code;
+  }
+
+  std::optional<rdmap::TerminateCode> term_sent_;
+  std::optional<rdmap::TerminateCode> term_received_;
   IwarpServiceCounters finished_;  // service counters and finished QPs' engine counters
   IwarpServiceCounters live_;      // what telemetry reads
 };
