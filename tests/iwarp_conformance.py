@@ -98,7 +98,7 @@ class ResponderDaemon(dpi.Daemon):
             svc = self.ctl_json("services")["/iwarpd/services"]
             for i, n in enumerate(svc.get("names", [])):
                 for k, v in svc.get("svc_%d" % i, {}).items():
-                    if isinstance(v, int):
+                    if isinstance(v, int) or k.startswith("last_terminate"):
                         out["%s.%s" % (n, k)] = v
         except (TestFailure, KeyError, ValueError):
             pass
@@ -184,6 +184,7 @@ class Case:
         self.notes = []   # what the daemon answered, for the report
         self.failures = []
         self.expect = {}  # counter -> expected increase during the case
+        self.last_terminate = {}  # service -> its last_terminate_sent text afterwards
 
     def check(self, cond, what):
         log(("  ok   " if cond else "  FAIL ") + what)
@@ -311,7 +312,9 @@ def expect_terminate(c, p, layer, etype, code, offending=None, read_req=None, ex
     want = (layer, etype, code)
     c.check(t.triple() == want or t.triple() in extra_ok,
             "TERMINATE layer/etype/code %s == %s" % (t.triple(), (want,) + tuple(extra_ok)))
-    c.expect_add("rdma.terminates_sent")
+    svc = SERVICE_NAME[p.port]
+    c.expect_add(svc + ".terminates_sent")
+    c.last_terminate[svc] = "layer %d etype %d code %d" % t.triple()
     if offending is not None and header_optional and not t.d:
         c.check(not t.m and not t.r, "D=0: M=0 and R=0 as well")
         c.note("no terminated DDP header echoed (D=0)")
@@ -372,6 +375,7 @@ def echo(c, p, data, what, corrupt_crc=False):
     svc = SERVICE_NAME[p.port]
     c.expect_add(svc + ".bytes_in", len(data))
     c.expect_add(svc + ".bytes_out", len(data))
+    c.expect_add(svc + ".sends_echoed")
     return h
 
 
@@ -553,6 +557,7 @@ def case_reject_bad_key(env, c):
     c.check(extra == b"", "no Reply to a bad key (RFC 5044 7.1.2 rule 5: close)")
     c.check(how in ("fin", "rst"), "connection closed (%s)" % how)
     c.expect_add("tcp.rsts_out")
+    c.expect_add("rdma.setup_failed")
 
 
 def case_reject_reply_key(env, c):
@@ -565,6 +570,7 @@ def case_reject_reply_key(env, c):
     c.note("Reply key sent as a Request: %d bytes back, connection %s" % (len(extra), how))
     c.check(extra == b"" and how in ("fin", "rst"), "no Reply, connection closed (%s)" % how)
     c.expect_add("tcp.rsts_out")
+    c.expect_add("rdma.setup_failed")
 
 
 def case_timeouts(env, c):
@@ -598,6 +604,7 @@ def case_reject_bad_rev(env, c):
         c.check(extra == b"", "Rev %d: no Reply (RFC 5044 7.1.1 Rev: close)" % rev)
         c.check(how in ("fin", "rst"), "Rev %d: connection closed (%s)" % (rev, how))
         c.expect_add("tcp.rsts_out")
+        c.expect_add("rdma.setup_failed")
 
 
 def case_reject_pd_too_long(env, c):
@@ -611,6 +618,7 @@ def case_reject_pd_too_long(env, c):
         c.check(extra == b"", "PD_Length %d: no Reply (RFC 5044 7.1.1 / 7.1.2 rule 9)" % n)
         c.check(how in ("fin", "rst"), "PD_Length %d: connection closed (%s)" % (n, how))
         c.expect_add("tcp.rsts_out")
+        c.expect_add("rdma.setup_failed")
 
 
 def case_reject_extra_bytes(env, c):
@@ -628,6 +636,7 @@ def case_reject_extra_bytes(env, c):
     c.note("Request followed by an extra byte: %d bytes back, connection %s" % (len(extra), how))
     c.check(how in ("fin", "rst"), "bytes after the Request before the Reply: closed (%s)" % how)
     c.expect_add("tcp.rsts_out")
+    c.expect_add("rdma.setup_failed")
 
 
 def case_reject_no_rtr(env, c):
@@ -640,6 +649,7 @@ def case_reject_no_rtr(env, c):
                 "the Reject names no RTR type")
         expect_close(c, p, "after the Reject ")
         c.expect_add("rdma.closed_abnormal")
+        c.expect_add("rdma.setup_failed")
     p.close()
 
 
@@ -834,6 +844,8 @@ def case_bad_crc(env, c):
     seg = _w(sc.stag, sc.to, 32)
     p.send_raw(p.tx.frame(seg, corrupt_crc=True))
     expect_terminate(c, p, iw.LAYER_LLP, 0, 0x02)
+    c.expect_add("rdma.crc_errors")
+    c.expect_add("rdma.closed_abnormal")
     p.close()
 
 
@@ -903,6 +915,8 @@ def case_marker_bad_ptr(env, c):
         c.check(t.triple() == (2, 0, 0x03), "LLP TERMINATE marker/length mismatch (2,0,0x03)")
         expect_close(c, p)
         c.expect_add("rdma_m.closed_abnormal")
+        c.expect_add("rdma_m.marker_errors")
+        c.expect_add("rdma_m.terminates_sent")
     else:
         p.pending.insert(0, m.fpdu)
         h, got, ok = recv_send(c, p)  # the FPDU just read, then the rest
@@ -1078,7 +1092,7 @@ def run_cases(args):
             while True:
                 after = d.counters()
                 moved = {k: after[k] - before.get(k, 0) for k in after
-                         if after[k] != before.get(k, 0)}
+                         if isinstance(after[k], int) and after[k] != before.get(k, 0)}
                 if all(moved.get(k, 0) >= v for k, v in c.expect.items() if k in after) or \
                         time.monotonic() > deadline:
                     break
@@ -1089,8 +1103,14 @@ def run_cases(args):
                 else:
                     c.check(moved.get(k, 0) == v, "counter %s moved by %d (want %d)" %
                             (k, moved.get(k, 0), v))
+            for svc, text in sorted(c.last_terminate.items()):
+                got = after.get(svc + ".last_terminate_sent")
+                if got is None:
+                    missing_counters.add(svc + ".last_terminate_sent")
+                else:
+                    c.check(got == text, "%s.last_terminate_sent is '%s' (%s)" % (svc, text, got))
             interesting = {k: v for k, v in moved.items()
-                           if not k.startswith("stats.rx_") and not k.startswith("stats.tx_")}
+                           if k.split(".")[0] not in ("stats", "tcp")}
             log("  counters moved: %s" % interesting)
             results.append(c)
             if d.proc.poll() is not None:
