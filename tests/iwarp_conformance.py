@@ -666,22 +666,61 @@ def case_wrong_rtr(env, c):
 def case_ird_ord(env, c):
     """Our IRD 1: the daemon's ORD in the Reply must not exceed it; our ORD
     0x3FFE: the daemon announces its own IRD (RFC 6581: the initiator adjusts
-    or terminates). As initiator we then refuse with an LLP TERMINATE
-    'insufficient IRD' (0x06) in place of the RTR; the daemon must close."""
+    or terminates, see initiator_terminate); 0x3FFF ('no negotiation',
+    INTEROP.md) is not clamped to."""
     p, rep = handshake(env, c, ird_ord=iw.IrdOrd(1, 0x3FFE, a=True, c=True))
     io = rep.ird_ord
     c.note("Request IRD 1 / ORD 0x3FFE -> Reply %r" % io)
     c.check(io.ord <= 1, "Reply ORD %d <= our IRD 1" % io.ord)
     c.check(io.ird == IRD, "Reply IRD %d is the configured %d" % (io.ird, IRD))
-    term = iw.Terminate(iw.LAYER_LLP, 0, 0x06)
-    p.send_segment(iw.DdpHeader(False, iw.OP_TERMINATE, qn=iw.QN_TERMINATE, msn=1), term.encode())
+    p.close()
+    q, rep2 = handshake(env, c, ird_ord=iw.IrdOrd(0x3FFF, 0x3FFF, a=True, c=True))
+    c.note("Request IRD/ORD 0x3FFF -> Reply %r" % rep2.ird_ord)
+    c.check(rep2.ird_ord.ord == IRD and rep2.ird_ord.ird == IRD,
+            "0x3FFF is not clamped to: Reply IRD/ORD are the configured %d" % IRD)
+    q.close()
+    c.expect_add("rdma.setup_failed", 2)  # both close before their RTR
+    c.expect_add("rdma.closed_abnormal", 2)
+
+
+def case_initiator_terminate(env, c):
+    """The initiator refuses the Reply's IRD/ORD with an LLP TERMINATE
+    'insufficient IRD' (0x06) as its first FPDU, in place of the RTR
+    (RFC 6581; INTEROP.md). The daemon must take it as a TERMINATE, as it does
+    in Full Operation (peer_terminate): count it, send nothing back, close."""
+    p, rep = handshake(env, c, ird_ord=iw.IrdOrd(1, 0x3FFE, a=True, c=True))
+    c.require(not rep.r, "accepted")
+    p.send_segment(iw.DdpHeader(False, iw.OP_TERMINATE, qn=iw.QN_TERMINATE, msn=1),
+                   iw.Terminate(iw.LAYER_LLP, 0, 0x06).encode())
     extra, how = p.read_to_eof()
-    answer = [iw.DdpHeader.decode(f.ulpdu) for f in p.rx.feed(extra)]
-    c.note("after our insufficient-IRD TERMINATE: %s, then %s" %
+    back = [iw.DdpHeader.decode(f.ulpdu) for f in p.rx.feed(extra)]
+    c.note("after our insufficient-IRD TERMINATE the daemon sent %s, then %s" %
            (["%r %r" % (h, iw.Terminate.decode(pl) if h.opcode == iw.OP_TERMINATE else pl)
-             for h, pl in answer] or "nothing", how))
+             for h, pl in back] or "nothing", how))
     c.check(how in ("fin", "rst"), "daemon closed after our TERMINATE (%s)" % how)
+    c.check(not back, "no TERMINATE sent back for a TERMINATE received")
+    c.expect_add("rdma.terminates_received")
     c.expect_add("rdma.closed_abnormal")
+    p.close()
+
+
+def case_peer_terminate(env, c):
+    """We end a working connection with a TERMINATE (RDMAP local catastrophic,
+    no headers): the daemon counts it as received and closes (RFC 5040: the
+    stream is over). What it sends back, if anything, is reported."""
+    p, _ = establish(env, c)
+    echo(c, p, b"before", "before our TERMINATE")
+    p.send_segment(iw.DdpHeader(False, iw.OP_TERMINATE, qn=iw.QN_TERMINATE, msn=1),
+                   iw.Terminate(iw.LAYER_RDMAP, 0, 0).encode())
+    extra, how = p.read_to_eof()
+    back = [iw.DdpHeader.decode(f.ulpdu) for f in p.rx.feed(extra)]
+    c.note("after our TERMINATE the daemon sent %s and closed (%s)" %
+           (["%r" % h for h, _ in back] or "nothing", how))
+    c.check(how in ("fin", "rst"), "daemon closed (%s)" % how)
+    c.check(not back, "no TERMINATE sent back for a TERMINATE received")
+    c.expect_add("rdma.terminates_received")
+    c.expect_add("rdma.closed_abnormal")
+    p.close()
 
 
 def case_reads_beyond_ird(env, c):
@@ -1029,6 +1068,8 @@ CASES = [
     ("reject_no_rtr", case_reject_no_rtr),
     ("wrong_rtr", case_wrong_rtr),
     ("ird_ord", case_ird_ord),
+    ("initiator_terminate", case_initiator_terminate),
+    ("peer_terminate", case_peer_terminate),
     ("timeouts", case_timeouts),
     ("bad_stag", case_bad_stag),
     ("wrong_key", case_wrong_key),
@@ -1061,6 +1102,11 @@ KNOWN_DEVIATIONS = {
                   "bit 0x10 set (kEnhancedNeedsRev2) and the connection is reset; in Rev 1 that "
                   "bit is Res, 'not checked on reception' (RFC 5044 7.1.1), RFC 6581 defines S "
                   "for Rev 2 only",
+    "initiator_terminate": "iwarp/qp.cc CheckRtr takes any first FPDU that is not the agreed RTR as "
+                           "'no matching RTR' and answers the initiator's TERMINATE (LLP 0x06, "
+                           "RFC 6581's refusal of the Reply's IRD/ORD) with a TERMINATE (LLP "
+                           "0x07); terminates_received does not move. In Full Operation the same "
+                           "daemon counts a TERMINATE and sends nothing back (peer_terminate)",
 }
 
 
