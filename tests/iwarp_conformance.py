@@ -394,7 +394,6 @@ def recv_send(c, p):
                   (first.hdr.msn, len(data), m))
         ok = ok and m.fpdu.crc_ok in (True, None) and not m.fpdu.marker_errors
         data += m.payload
-    first.fpdu_ok = ok
     return first.hdr, bytes(data), ok
 
 

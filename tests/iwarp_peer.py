@@ -639,7 +639,7 @@ def write_pcap(path, chunks, a=("198.18.0.2", 40000), b=("198.18.0.1", 4791), ms
 
     def seg(from_a, flags, payload=b""):
         src, dst = (a, b) if from_a else (b, a)
-        ack = seq[not from_a]
+        ack = seq[not from_a] if flags & 0x10 else 0
         tcp = struct.pack("!HHIIBBHHH", src[1], dst[1], seq[from_a], ack, 5 << 4, flags, 65535, 0, 0)
         sip, dip = socket.inet_aton(src[0]), socket.inet_aton(dst[0])
         pseudo = sip + dip + struct.pack("!BBH", 0, 6, len(tcp) + len(payload))
@@ -653,7 +653,6 @@ def write_pcap(path, chunks, a=("198.18.0.2", 40000), b=("198.18.0.1", 4791), ms
         seq[from_a] = (seq[from_a] + len(payload) + (1 if flags & 0x03 else 0)) & 0xFFFFFFFF
 
     seg(True, 0x02)          # SYN
-    seq[False] -= 0
     seg(False, 0x12)         # SYN ACK
     seg(True, 0x10)
     for from_a, data in chunks:
