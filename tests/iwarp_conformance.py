@@ -994,6 +994,58 @@ def case_dribble(env, c):
     p.close()
 
 
+def case_cross_qp_stag(env, c):
+    """Two connections at once (two pool QPs, two scratch regions): a Write
+    and a Read on connection A naming connection B's STag. A region must be
+    reachable only through its own stream (RFC 5041 7.1 tagged check 1, "the
+    STag is valid for this stream"; RFC 5042 5.1): a TERMINATE 'STag not
+    associated' (DDP 1/1/0x02, RDMAP 0/1/0x03) or 'invalid STag', never
+    placement into B's region nor a Read Response with B's bytes."""
+    allowed = {(1, 1, 0x02), (1, 1, 0x00), (0, 1, 0x03), (0, 1, 0x00)}
+    a, _ = establish(env, c)
+    b, _ = establish(env, c)
+    c.require(a.scratch.stag != b.scratch.stag, "two regions: %#x and %#x" %
+              (a.scratch.stag, b.scratch.stag))
+    c.note("A has %#x, B has %#x" % (a.scratch.stag, b.scratch.stag))
+    a.send_raw(a.tx.frame(_w(b.scratch.stag, b.scratch.to)))
+    a.send(b"probe")  # answered only if the Write was accepted
+    m = a.recv_message()
+    if m.hdr.opcode == iw.OP_TERMINATE:
+        t = iw.Terminate.decode(m.payload)
+        c.note("Write with B's STag on A: %r" % t)
+        c.check(t.triple() in allowed, "TERMINATE %s is one of %s" % (t.triple(), sorted(allowed)))
+        expect_close(c, a)
+        c.expect_add("rdma.closed_abnormal")
+    else:
+        c.check(False, "A's Write with B's STag %#x was accepted without a TERMINATE (A's next "
+                "message: %r)" % (b.scratch.stag, m))
+    a.close()
+    got = read_back(c, b, b.scratch.stag, b.scratch.to, 16)
+    want = bytes(env.model(b)[:16])
+    if not c.check(got == want, "B's region unchanged by A's Write (%s)" % got.hex()):
+        # Put B's bytes back through B itself so that the guard case still
+        # judges the other cases.
+        valid_write(env, b, 0, want)
+    b.close()
+    # A Read Request on a new connection naming a region of another QP.
+    a, _ = establish(env, c)
+    other = sorted(k[1] for k in env.models if k[0] == RESPONDER_PORT and k[1] != a.scratch.stag)
+    c.require(other, "another region of the service is known")
+    rr = iw.ReadRequest(SINK_STAG, 0, 64, other[0], a.scratch.to).encode()
+    a.send_raw(a.tx.frame(iw.DdpHeader(False, iw.OP_READ_REQ, qn=1, msn=1).encode() + rr))
+    m = a.recv_message()
+    if m.hdr.opcode == iw.OP_TERMINATE:
+        t = iw.Terminate.decode(m.payload)
+        c.note("Read of %#x on a QP owning %#x: %r" % (other[0], a.scratch.stag, t))
+        c.check(t.triple() in allowed, "TERMINATE %s is one of %s" % (t.triple(), sorted(allowed)))
+        expect_close(c, a)
+        c.expect_add("rdma.closed_abnormal")
+    else:
+        c.check(False, "a Read Request naming another QP's STag %#x was served: %r" %
+                (other[0], m))
+    a.close()
+
+
 def case_send_invalidate(env, c):
     """Send with Invalidate naming the scratch STag, which the service
     registered as not remotely invalidable: RFC 5040 TERMINATE 'STag cannot
@@ -1088,6 +1140,7 @@ CASES = [
     ("marker_reserved", case_marker_reserved),
     ("marker_bad_ptr", case_marker_bad_ptr),
     ("dribble", case_dribble),
+    ("cross_qp_stag", case_cross_qp_stag),
     ("send_invalidate", case_send_invalidate),
     ("short_ulpdu", case_short_ulpdu),
     ("guard", case_guard),
@@ -1106,6 +1159,13 @@ KNOWN_DEVIATIONS = {
                            "RFC 6581's refusal of the Reply's IRD/ORD) with a TERMINATE (LLP "
                            "0x07); terminates_received does not move. In Full Operation the same "
                            "daemon counts a TERMINATE and sends nothing back (peer_terminate)",
+    "cross_qp_stag": "dataplane/services/iwarp_services.cc registers every pool QP's scratch "
+                     "region in the service's one DaemonMemory table with pd 0 "
+                     "(DaemonMemory::Register) and every QP runs in pd 0, so an STag is valid "
+                     "on every connection: a Write on connection A naming B's "
+                     "STag is placed into B's region, and a Read Request naming it is served "
+                     "(RFC 5041 7.1 tagged check 1 'valid for this stream', 7.2 code 0x02; "
+                     "RFC 5042 5.1)",
 }
 
 
