@@ -535,6 +535,16 @@ struct Qp::Impl final : public mpa::UlpduSink {
     HandleSegment(ulpdu);
   }
 
+  // Whether `ulpdu` is an untagged RDMAP Terminate on QN 2 (RFC 5040 5.4).
+  static bool IsTerminate(ByteSpan ulpdu) {
+    ddp::DdpHeader h;
+    rdmap::Opcode op;
+    return ddp::ParseHeader(ulpdu, &h) == ddp::HeaderStatus::kOk && !h.tagged &&
+           h.qn == rdmap::kQnTerminate &&
+           rdmap::ParseControl(h.rsvd_ulp0, &op) == rdmap::ControlStatus::kOk &&
+           op == rdmap::Opcode::kTerminate;
+  }
+
   // RFC 6581: the responder's first FPDU must be the agreed RTR. Returns true
   // when `ulpdu` should still be processed as a normal segment.
   bool CheckRtr(ByteSpan ulpdu) {
@@ -559,6 +569,26 @@ struct Qp::Impl final : public mpa::UlpduSink {
              rdmap::ParseReadRequest(ulpdu.subspan(h.size()), &rr) == rdmap::BodyStatus::kOk &&
              rr.read_size == 0;
       }
+      if (!ok && IsTerminate(ulpdu)) {
+        // The initiator refused our Reply (RFC 6581: insufficient IRD, no
+        // matching RTR) with a Terminate in place of the RTR. Its stream ends
+        // there: record it and close, never answer a Terminate with one.
+        rdmap::Terminate t;
+        size_t used = 0;
+        rdmap::TerminateCode code = rdmap::codes::kOperationUnspecified;
+        if (rdmap::ParseTerminate(ulpdu.subspan(ddp::kUntaggedHeaderSize), &t, &used) ==
+            rdmap::BodyStatus::kOk) {
+          code = t.code;
+        }
+        qp.term_received_ = code;
+        ++qp.stats_.terminates_received;
+        qp.observer_.OnTerminate(qp, code, false);
+        ConnectError e = ConnectError::kRejected;
+        if (code == LlpCode(mpa::MpaError::kInsufficientIrd)) e = ConnectError::kInsufficientIrd;
+        if (code == LlpCode(mpa::MpaError::kNoMatchingRtr)) e = ConnectError::kNoMatchingRtr;
+        FailSetup(e, /*abort=*/false);
+        return false;
+      }
       if (!ok) {
         qp.connect_error_ = ConnectError::kNoMatchingRtr;
         SendTerminate(LlpCode(mpa::MpaError::kNoMatchingRtr), nullptr, ByteSpan());
@@ -574,6 +604,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   }
 
   void Place(MutableByteSpan dst, uint64_t offset, ByteSpan payload) {
+    if (payload.empty()) return;  // zero-length segments place nothing (and may carry null)
     std::memcpy(dst.data() + offset, payload.data(), payload.size());
     qp.stats_.bytes_placed += payload.size();
   }
@@ -972,7 +1003,10 @@ absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_
   if (private_data.size() > limit) {
     return absl::InvalidArgumentError("private data longer than 512 bytes with IRD/ORD");
   }
-  std::memcpy(impl_->local_pd, private_data.data(), private_data.size());
+  // memcpy needs valid pointers even for 0 bytes; empty spans may hold null.
+  if (!private_data.empty()) {
+    std::memcpy(impl_->local_pd, private_data.data(), private_data.size());
+  }
   impl_->local_pd_len = private_data.size();
   impl_->now_us = now_us;
   state_ = QpState::kTcpConnecting;

@@ -280,6 +280,60 @@ TEST(QpSetup, BytesAfterTheRequestAreAProtocolError) {
   EXPECT_TRUE(raw.received.empty());  // no Reply
 }
 
+// RFC 6581: an initiator that cannot use the Reply (here: insufficient IRD)
+// answers with a Terminate in place of the RTR. The responder records it and
+// closes; it never answers a Terminate with another one.
+TEST(QpSetup, InitiatorTerminateInPlaceOfTheRtr) {
+  Pair p(Opts(), Opts());
+  struct TerminatingInitiator final : tcp::TcpUser {
+    explicit TerminatingInitiator(tcp::TcpStack& s) : stack(s) {}
+    void OnConnected(tcp::ConnId c) override {
+      conn = c;
+      const std::vector<uint8_t> req = RequestBytes(true);
+      stack.Send(c, ByteSpan(req), 0);
+    }
+    size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override {
+      received.insert(received.end(), d.begin(), d.end());
+      if (!sent_terminate && received.size() >= 24) {
+        sent_terminate = true;
+        ddp::DdpHeader h;
+        h.last = true;
+        h.rsvd_ulp0 = rdmap::MakeControl(rdmap::Opcode::kTerminate);
+        h.qn = rdmap::kQnTerminate;
+        h.msn = Seq32(1);
+        std::vector<uint8_t> u(ddp::kMaxHeaderSize);
+        u.resize(ddp::EncodeHeader(h, MutableByteSpan(u)));
+        rdmap::Terminate t;
+        t.code = rdmap::TerminateCode{rdmap::kLayerLlp, 0, 0x06};  // insufficient IRD
+        std::vector<uint8_t> body(64);
+        body.resize(rdmap::EncodeTerminate(t, MutableByteSpan(body)));
+        u.insert(u.end(), body.begin(), body.end());
+        std::vector<uint8_t> out(256);
+        const mpa::FpduConfig cfg{false, true, Seq32(0)};
+        const mpa::FpduEncodeResult r =
+            mpa::EncodeFpdu(ByteSpan(u), ByteSpan(), Seq32(0), cfg, MutableByteSpan(out));
+        if (r.status == mpa::FpduStatus::kOk) stack.SendRecord(conn, ByteSpan(out.data(), r.size), 0);
+      }
+      return d.size();
+    }
+    tcp::TcpStack& stack;
+    tcp::ConnId conn;
+    bool sent_terminate = false;
+    std::vector<uint8_t> received;
+  } raw(*p.a.stack);
+  ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, raw, 0,
+                                 p.link.now)
+                  .ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 1'000'000));
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kInsufficientIrd);
+  EXPECT_EQ(p.b.qp->stats().terminates_received, 1u);
+  EXPECT_EQ(p.b.qp->stats().terminates_sent, 0u);
+  ASSERT_TRUE(p.b.qp->terminate_received().has_value());
+  EXPECT_EQ(p.b.qp->terminate_received()->code, 0x06);
+  p.RunUntil([] { return false; }, 100'000);
+  EXPECT_EQ(raw.received.size(), 24u);  // the Reply only: no Terminate back
+}
+
 // ---------------------------------------------------------------- data
 
 struct DataCase {

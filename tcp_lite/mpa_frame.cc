@@ -126,13 +126,15 @@ FrameResult DecodeStartupFrame(ByteSpan in, FrameType expected, StartupFrame* ou
   const uint8_t flags = in[kOffFlags];
   const uint8_t rev = in[kOffRev];
   const size_t pd_length = LoadBe16(in.data() + kOffPdLength);
-  const bool enhanced = (flags & kFlagEnhanced) != 0;
-
   if (rev != kRevision1 && rev != kRevision2) return {FrameStatus::kBadRevision, 0};
-  if (options.reject_reserved_bits && (flags & kFlagsReserved) != 0) {
+  // RFC 6581 defines S for Rev 2 only; in a Rev 1 frame the bit is one of the
+  // Res bits, which RFC 5044 7.1.1 says are not checked on reception.
+  const uint8_t reserved_mask =
+      rev == kRevision2 ? kFlagsReserved : static_cast<uint8_t>(kFlagsReserved | kFlagEnhanced);
+  const bool enhanced = rev == kRevision2 && (flags & kFlagEnhanced) != 0;
+  if (options.reject_reserved_bits && (flags & reserved_mask) != 0) {
     return {FrameStatus::kReservedBitsSet, 0};
   }
-  if (enhanced && rev != kRevision2) return {FrameStatus::kEnhancedNeedsRev2, 0};
   // RFC 5044 7.1.1 PD_Length, 7.1.2 rule 9.
   if (pd_length > std::min(options.max_private_data, kMaxPrivateDataLength)) {
     return {FrameStatus::kPrivateDataTooLong, 0};
@@ -148,7 +150,7 @@ FrameResult DecodeStartupFrame(ByteSpan in, FrameType expected, StartupFrame* ou
   // R is not checked on reception in a Request (RFC 5044 7.1.1).
   f.reject = expected == FrameType::kReply && (flags & kFlagReject) != 0;
   f.revision = rev;
-  f.reserved = flags & kFlagsReserved;
+  f.reserved = flags & reserved_mask;
   ByteSpan pd = in.subspan(kStartupHeaderSize, pd_length);
   if (enhanced) {
     const uint16_t ird = LoadBe16(pd.data() + kOffIrd);

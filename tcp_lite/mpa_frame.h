@@ -14,8 +14,9 @@
 // Decisions where the texts leave room (tests pin each one):
 //  - Rev 1 and Rev 2 are accepted; anything else is kBadRevision (Rev 0 is the
 //    pre-IETF RDMAC framing, RFC 5044 Appendix C, which we do not speak).
-//  - S=1 with Rev 1 is kEnhancedNeedsRev2: with Rev 1 that bit is reserved and
-//    the first private data octets are not an IRD/ORD block.
+//  - S exists in Rev 2 only. Decoding a Rev 1 frame treats 0x10 as one of the
+//    Res bits (kept in StartupFrame::reserved, no IRD/ORD block); encoding an
+//    IRD/ORD block with Rev 1 is kEnhancedNeedsRev2.
 //  - Res bits are "not checked on reception" (RFC 5044 7.1.1): decoding keeps
 //    them in StartupFrame::reserved unless FrameDecodeOptions asks to reject.
 //  - R is "not checked on reception in the MPA Request Frame": a decoded
@@ -82,7 +83,7 @@ struct StartupFrame {
   // The ULP's private data (after the IRD/ORD block). Decoding points it into
   // the input buffer; it is valid as long as that buffer is.
   ByteSpan private_data;
-  uint8_t reserved = 0;  // Res bits as received; must be 0 to encode
+  uint8_t reserved = 0;  // Res bits as received (Rev 1: with 0x10); must be 0 to encode
 };
 
 // Same fields and same private data bytes.
@@ -97,7 +98,7 @@ enum class FrameStatus : uint8_t {
   kBadRevision,          // Rev not 1 or 2
   kReservedBitsSet,      // Res != 0 (encode; decode only when asked)
   kPrivateDataTooLong,   // PD_Length > 512 or > the local limit (rule 9)
-  kEnhancedNeedsRev2,    // S=1 with Rev 1
+  kEnhancedNeedsRev2,    // encoding an IRD/ORD block with Rev 1
   kIrdOrdMissing,        // S=1 but PD_Length < 4
   kIrdOrdOutOfRange,     // encode: IRD or ORD above 0x3FFF
   kRejectInRequest,      // encode: R=1 in a Request

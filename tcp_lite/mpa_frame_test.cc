@@ -250,10 +250,21 @@ TEST(MpaFrame, PrivateDataLimit) {
 
 TEST(MpaFrame, EnhancedBitNeedsRev2AndFourOctets) {
   StartupFrame d;
-  std::vector<uint8_t> rev1 = Header(kRequestKey, 0x10, 1, 4);
+  // Rev 1: 0x10 is a Res bit, not checked on reception (RFC 5044 7.1.1); the
+  // four private data octets stay private data.
+  std::vector<uint8_t> rev1 = Header(kRequestKey, 0x50, 1, 4);
   rev1.resize(24);
-  EXPECT_EQ(DecodeStartupFrame(rev1, FrameType::kRequest, &d).status,
-            FrameStatus::kEnhancedNeedsRev2);
+  rev1[20] = 0xde;
+  ASSERT_EQ(DecodeStartupFrame(rev1, FrameType::kRequest, &d).status, FrameStatus::kOk);
+  EXPECT_FALSE(d.ird_ord.has_value());
+  EXPECT_TRUE(d.crc);
+  EXPECT_EQ(d.reserved, 0x10);
+  ASSERT_EQ(d.private_data.size(), 4u);
+  EXPECT_EQ(d.private_data[0], 0xde);
+  FrameDecodeOptions strict;
+  strict.reject_reserved_bits = true;
+  EXPECT_EQ(DecodeStartupFrame(rev1, FrameType::kRequest, &d, strict).status,
+            FrameStatus::kReservedBitsSet);
   for (uint16_t pd_len = 0; pd_len < 4; ++pd_len) {
     std::vector<uint8_t> in = Header(kRequestKey, 0x10, 2, pd_len);
     in.resize(20 + pd_len);
