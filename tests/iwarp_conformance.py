@@ -1149,24 +1149,7 @@ CASES = [
 
 # Cases that fail because of a deviation from the RFC in code outside this
 # test's area, with the reason printed; they do not fail the run.
-KNOWN_DEVIATIONS = {
-    "rev1_s_bit": "tcp_lite/mpa_frame.cc DecodeStartupFrame refuses a Rev 1 frame with flag "
-                  "bit 0x10 set (kEnhancedNeedsRev2) and the connection is reset; in Rev 1 that "
-                  "bit is Res, 'not checked on reception' (RFC 5044 7.1.1), RFC 6581 defines S "
-                  "for Rev 2 only",
-    "initiator_terminate": "iwarp/qp.cc CheckRtr takes any first FPDU that is not the agreed RTR as "
-                           "'no matching RTR' and answers the initiator's TERMINATE (LLP 0x06, "
-                           "RFC 6581's refusal of the Reply's IRD/ORD) with a TERMINATE (LLP "
-                           "0x07); terminates_received does not move. In Full Operation the same "
-                           "daemon counts a TERMINATE and sends nothing back (peer_terminate)",
-    "cross_qp_stag": "dataplane/services/iwarp_services.cc registers every pool QP's scratch "
-                     "region in the service's one DaemonMemory table with pd 0 "
-                     "(DaemonMemory::Register) and every QP runs in pd 0, so an STag is valid "
-                     "on every connection: a Write on connection A naming B's "
-                     "STag is placed into B's region, and a Read Request naming it is served "
-                     "(RFC 5041 7.1 tagged check 1 'valid for this stream', 7.2 code 0x02; "
-                     "RFC 5042 5.1)",
-}
+KNOWN_DEVIATIONS = {}
 
 
 def run_cases(args):

@@ -76,18 +76,23 @@ class Responder final : public IwarpService {
     const uint64_t recv_len = uint64_t{buffers_} * iw_.recv_buffer_bytes;
     for (size_t i = 0; i < slots_.size(); ++i) {
       Slot& s = slots_[i];
+      // One protection domain per slot: a peer's STag works only on its own
+      // connection (RFC 5041 7.1 tagged check 1, RFC 5042 5.1).
+      s.pd_id = static_cast<uint32_t>(i + 1);
       absl::StatusOr<uint32_t> scratch =
           memory_.Register(iw_.scratch_bytes,
                            ddp::kAccessRemoteRead | ddp::kAccessRemoteWrite |
                                ddp::kAccessLocalWrite,
-                           kScratchBaseTo);
-      absl::StatusOr<uint32_t> recv = memory_.Register(recv_len, ddp::kAccessLocalWrite, kRecvBaseTo);
+                           kScratchBaseTo, s.pd_id);
+      absl::StatusOr<uint32_t> recv =
+          memory_.Register(recv_len, ddp::kAccessLocalWrite, kRecvBaseTo, s.pd_id);
       if (!scratch.ok()) return scratch.status();
       if (!recv.ok()) return recv.status();
       s.scratch_stag = *scratch;
       s.recv_stag = *recv;
       // The scratch region starts with the pattern, so a Read before any
-      // Write returns known bytes.
+      // Write returns known bytes. It is the slot's, not the connection's:
+      // the next connection on this slot sees what earlier ones wrote.
       FillPattern(0, memory_.Bytes(s.scratch_stag));
       ResponderPrivateData pd;
       pd.stag = s.scratch_stag;
@@ -162,6 +167,7 @@ class Responder final : public IwarpService {
     std::unique_ptr<Qp> qp;
     uint32_t scratch_stag = 0;
     uint32_t recv_stag = 0;
+    uint32_t pd_id = 0;  // protection domain of the slot's QP and regions
     uint8_t pd[kResponderPdSize] = {};
     bool attached = false;  // a connection reached the QP
     bool ended = false;     // its connection is gone
@@ -182,7 +188,9 @@ class Responder final : public IwarpService {
 
   // Control path: a fresh QP with every receive posted, handed to the listener.
   absl::Status Arm(Slot& s) {
-    absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(options_, *stack_, memory_, observer_);
+    engine::QpOptions o = options_;
+    o.pd = s.pd_id;
+    absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(o, *stack_, memory_, observer_);
     if (!qp.ok()) {
       ++finished_.qp_recycle_failed;
       return qp.status();
@@ -699,12 +707,13 @@ MutableByteSpan DaemonMemory::Resolve(uint64_t handle) {
   return MutableByteSpan(regions_[handle].get(), lengths_[handle]);
 }
 
-absl::StatusOr<uint32_t> DaemonMemory::Register(uint64_t length, uint8_t access, uint64_t base_to) {
+absl::StatusOr<uint32_t> DaemonMemory::Register(uint64_t length, uint8_t access, uint64_t base_to,
+                                                 uint32_t pd) {
   ddp::TaggedRegion r;
   r.base_to = base_to;
   r.length = length;
   r.access = access;
-  r.pd = 0;
+  r.pd = pd;
   r.valid = true;
   r.handle = regions_.size();
   absl::StatusOr<uint32_t> stag = table_.Register(r, /*remote_invalidate=*/false);

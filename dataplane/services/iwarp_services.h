@@ -33,7 +33,10 @@
 //
 // Each pool QP has its own scratch region and receive buffers, registered once
 // at start-up in the service's FixedStagTable (so an STag stays the same for
-// every connection that QP serves; the peer may not invalidate it).
+// every connection that QP serves; the peer may not invalidate it). Each pool
+// QP is its own protection domain: a connection's STag is refused on every
+// other connection (RFC 5041 7.1, RFC 5042 5.1). The region keeps its bytes
+// across connections of the same QP: do not put anything private there.
 //
 // iwarp_client: on worker 0 only, like the TCP source. After start_delay_ms
 // it connects to remote:remote_port, reads the private data above and runs
@@ -159,9 +162,12 @@ class DaemonMemory final : public engine::MemoryDomain {
     return table_.Invalidate(stag, pd, true);
   }
 
-  // Control path: allocates `length` zeroed bytes at TO `base_to` and
-  // registers them with `access` (remote invalidation refused).
-  absl::StatusOr<uint32_t> Register(uint64_t length, uint8_t access, uint64_t base_to);
+  // Control path: allocates `length` bytes (not zeroed: callers fill what a
+  // peer may read) at TO `base_to` and registers them with `access` in
+  // protection domain `pd` (remote invalidation refused). An STag is valid
+  // only on QPs of the same pd (RFC 5042 5.1).
+  absl::StatusOr<uint32_t> Register(uint64_t length, uint8_t access, uint64_t base_to,
+                                    uint32_t pd = 0);
   // The bytes registered under `stag` (empty if unknown).
   MutableByteSpan Bytes(uint32_t stag);
 
