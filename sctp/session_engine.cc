@@ -235,6 +235,9 @@ void SessionEngine::ProcessInOrder(uint16_t sid, uint32_t ppid, ByteSpan data) {
     case StreamState::kIdle:
       if (kind != ChunkKind::kInitiate) break;
       Count(DdpCounter::kRxControl);
+      // A new session proves the peer is done with the old one: a Terminate
+      // still owed to it must not land inside the new session.
+      st.terminate_owed = false;
       // Anything held on an idle stream is left over from an earlier session
       // (nothing of this one may precede its Initiate, 6.6): drop it.
       ReleaseHeld(sid);
