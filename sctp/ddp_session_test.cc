@@ -32,7 +32,7 @@ class HostEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     HostConfig hc;
-    hc.max_packet = 9000;
+    hc.max_packet = 9000;  // the largest path MTU a test uses, less 20
     auto h = UsrsctpHost::Create(hc);
     ASSERT_TRUE(h.ok()) << h.status();
     host_ = std::move(*h);
@@ -385,6 +385,8 @@ TEST_F(SctpDdpTest, ImpairedLinkDeliversEverySegmentInOrder) {
           << "stream " << s << " segment " << i;
     }
   }
+  // No packet above the 1480-byte SCTP packet of a 1500-byte IPv4 path.
+  EXPECT_EQ(g_host->counter(HostCounter::kTxOversize), 0u);
   // The impairment really happened and was really dealt with.
   EXPECT_GT(link_.dropped(), 0u);
   EXPECT_GT(link_.duplicated(), 0u);
@@ -446,12 +448,19 @@ TEST_F(SctpDdpTest, OurCrcMatchesUsrsctpsOwnAndNothingFragmentsAtTheMtu) {
       off += (len + 3u) & ~3u;
     }
   });
+  // Full-size segments, then small and large ones mixed: no packet may
+  // exceed the 1480-byte SCTP packet (bundling is checked under load in
+  // tools/decode/sctp_capture_test.cc).
   for (int i = 0; i < 20; ++i) {
     ASSERT_EQ(client_->SendSegment(0, ByteSpan(Pattern(client_->mulpdu(), 11))), SendResult::kOk);
   }
-  ASSERT_TRUE(RunUntil([&] { return sev_.segments[0].size() == 20; }));
+  for (int i = 0; i < 200; ++i) {
+    const size_t n = i % 2 == 0 ? 36 : 1400 + static_cast<size_t>(i % 50);
+    ASSERT_EQ(client_->SendSegment(0, ByteSpan(Pattern(n, 12))), SendResult::kOk);
+  }
+  ASSERT_TRUE(RunUntil([&] { return sev_.segments[0].size() == 220; }));
   link_.set_tap(nullptr);
-  EXPECT_GE(data_chunks, 20u);
+  EXPECT_GE(data_chunks, 220u);
   EXPECT_TRUE(all_unfragmented_unordered);
   EXPECT_EQ(crc_checked, packets);
   EXPECT_EQ(max_packet, 1480u);  // a full-size chunk fills the 1480-byte SCTP packet exactly

@@ -70,6 +70,7 @@ void MemLink::Step() {
   held_.clear();
   for (Packet& p : batch) {
     ++delivered_;
+    if (delivery_tap_) delivery_tap_(p.to, ByteSpan(p.bytes));
     host_.Input(p.to, ByteSpan(p.bytes));
   }
   if (batch.empty()) {

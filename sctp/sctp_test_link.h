@@ -35,6 +35,10 @@ class MemLink : public PacketSink {
   void set_impairment(const Impairment& i);
   // Sees every packet the host sends (before impairment).
   void set_tap(std::function<void(void* from, ByteSpan packet)> tap) { tap_ = std::move(tap); }
+  // Sees every packet handed to the receiving address (after impairment).
+  void set_delivery_tap(std::function<void(void* to, ByteSpan packet)> tap) {
+    delivery_tap_ = std::move(tap);
+  }
 
   // One step: run usrsctp timers at the current time, move queued packets
   // across the link (with impairment), feed them in. Sleeps briefly when
@@ -61,6 +65,7 @@ class MemLink : public PacketSink {
   Impairment imp_;
   std::mt19937 rng_{1};
   std::function<void(void*, ByteSpan)> tap_;
+  std::function<void(void*, ByteSpan)> delivery_tap_;
   std::vector<Packet> wire_;
   std::vector<Packet> held_;  // reordered: delivered after the next batch
   uint64_t origin_ms_;
