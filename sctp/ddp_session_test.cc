@@ -185,6 +185,29 @@ TEST(UsrsctpHostTest, SecondHostInOneProcessIsRefused) {
   EXPECT_EQ(UsrsctpHost::Current(), g_host);
 }
 
+TEST(AssociationConfigTest, BadConfigurationsAreRefusedByName) {
+  auto refused = [](AssociationConfig c) {
+    auto a = DdpAssociation::Connect(*g_host, &g_addr_a, 4999, 4998, c, nullptr);
+    EXPECT_FALSE(a.ok());
+    return a.ok() ? std::string() : std::string(a.status().message());
+  };
+  AssociationConfig c = TestConfig();
+  c.path_mtu = 9000 + 20 + 1;  // beyond the host's 9000-byte packets
+  EXPECT_NE(refused(c).find("max_packet"), std::string::npos);
+  c = TestConfig();
+  c.reorder_window = 1000;
+  EXPECT_NE(refused(c).find("reorder_window"), std::string::npos);
+  c = TestConfig();
+  c.rto_min_ms = 500;  // above rto_initial_ms
+  EXPECT_NE(refused(c).find("rto_min_ms"), std::string::npos);
+  c = TestConfig();
+  c.streams = 0;
+  EXPECT_NE(refused(c).find("streams"), std::string::npos);
+  c = TestConfig();
+  c.path_mtu = 500;
+  EXPECT_NE(refused(c).find("path_mtu"), std::string::npos);
+}
+
 TEST_F(SctpDdpTest, AssociationComesUpWithDdpAdaptationOnBothSides) {
   Open();
   ASSERT_NE(server_, nullptr);

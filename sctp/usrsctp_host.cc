@@ -64,6 +64,11 @@ absl::StatusOr<std::unique_ptr<UsrsctpHost>> UsrsctpHost::Create(const HostConfi
   if (config.tx_queue_packets == 0) {
     return absl::InvalidArgumentError("sctp tx_queue_packets must be positive");
   }
+  if (config.max_chunks_on_queue == 0 || config.max_chunks_on_queue > 32767) {
+    // RFC 5043 10: more than 32767 unacknowledged chunks on a stream would
+    // make DDP-SSNs ambiguous.
+    return absl::InvalidArgumentError("sctp max_chunks_on_queue must be in [1, 32767]");
+  }
   std::unique_ptr<UsrsctpHost> host(new UsrsctpHost(config));
   g_host = host.get();
   // Port 0: no UDP encapsulation socket; no debug printer.
