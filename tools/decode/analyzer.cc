@@ -89,6 +89,21 @@ struct Analyzer::TcpConn {
   bool counted_mpa = false;
 };
 
+// A chunk received ahead of its DDP-SSN turn (RFC 5043 10).
+struct SctpHeld {
+  uint64_t frame = 0;
+  uint32_t ppid = 0;
+  std::vector<uint8_t> user;
+};
+
+// One DDP stream (SCTP stream pair) of an association.
+struct Analyzer::SctpStream {
+  Direction ddp[2];
+  std::optional<sctp::SessionSequencer> seq[2];  // checks what side i receives
+  Seq16 next_ssn[2];                             // by sender
+  std::map<uint16_t, SctpHeld> held[2];          // by sender, keyed by DDP-SSN
+};
+
 struct Analyzer::SctpAssoc {
   Endpoint ep[2];
   std::string who[2];
@@ -96,11 +111,7 @@ struct Analyzer::SctpAssoc {
   bool ddp_indicated[2] = {false, false};
   bool reported_no_ddp = false;
   std::set<uint32_t> tsns[2];
-  struct Stream {
-    Direction ddp[2];
-    std::optional<sctp::SessionSequencer> seq[2];  // checks what side i receives
-  };
-  std::map<uint16_t, Stream> streams;
+  std::map<uint16_t, SctpStream> streams;
 };
 
 Analyzer::Analyzer(std::ostream& out, const AnalyzerOptions& options)
@@ -639,58 +650,122 @@ void Analyzer::OnSctp(const L4Packet& pkt) {
       Violation(pkt.frame, who, absl::StrFormat("DDP DATA chunk TSN %u is an SCTP fragment (RFC 5043 9)", tsn));
       continue;
     }
-    SctpAssoc::Stream& s = a.streams[stream];
-    const std::string swho = absl::StrCat(who, " s", stream);
-    if (ppid == sctp::kPpidSessionControl) {
-      ++summary_.session_control;
-      sctp::SessionControl sc;
-      const sctp::AdaptStatus st = sctp::ParseSessionControl(user, &sc);
-      if (st != sctp::AdaptStatus::kOk) {
-        Violation(pkt.frame, swho, absl::StrCat("DDP Stream Session Control: ", std::string(sctp::AdaptStatusName(st))));
-        continue;
-      }
-      static constexpr const char* kFns[] = {"?", "Initiate", "Accept", "Reject", "Terminate"};
-      const auto fn = static_cast<uint16_t>(sc.function);
-      Line(pkt.frame, swho,
-           absl::StrFormat("DDP Session %s ssn=%u private_data=%u", kFns[fn <= 4 ? fn : 0], sc.ssn.value(),
-                           sc.private_data.size()));
-      if (sc.function == sctp::FunctionCode::kInitiate && !s.seq[0] && !s.seq[1]) {
-        // The receiver of the Initiate is passive, the sender active.
-        s.seq[1 - dir].emplace(sctp::Role::kPassive);
-        s.seq[dir].emplace(sctp::Role::kActive);
-        s.ddp[dir].calls = true;
-        s.ddp[1 - dir].calls = false;
-        s.ddp[0].peer = &s.ddp[1];
-        s.ddp[1].peer = &s.ddp[0];
-      }
-      if (!s.seq[1 - dir]) {
-        Violation(pkt.frame, swho, "session control before any Initiate on this stream (RFC 5043 6)");
-        continue;
-      }
-      static constexpr sctp::ChunkKind kKinds[] = {sctp::ChunkKind::kInitiate, sctp::ChunkKind::kInitiate,
-                                                   sctp::ChunkKind::kAccept, sctp::ChunkKind::kReject,
-                                                   sctp::ChunkKind::kTerminate};
-      if (s.seq[1 - dir]->OnReceive(kKinds[fn]) != sctp::AdaptStatus::kOk) {
-        Violation(pkt.frame, swho, absl::StrFormat("illegal session sequence: %s here (RFC 5043 6.2-6.6)", kFns[fn]));
-      }
-      continue;
-    }
-    sctp::SegmentChunk seg;
-    const sctp::AdaptStatus st = sctp::ParseSegmentChunk(user, UINT32_MAX, &seg);
-    if (st != sctp::AdaptStatus::kOk) {
-      Violation(pkt.frame, swho, absl::StrCat("DDP Segment chunk: ", std::string(sctp::AdaptStatusName(st))));
-      continue;
-    }
-    if (!s.seq[1 - dir]) {
-      Violation(pkt.frame, swho, "DDP segment before the stream session was initiated (RFC 5043 6)");
-    } else if (s.seq[1 - dir]->OnReceive(sctp::ChunkKind::kDdpSegment) != sctp::AdaptStatus::kOk) {
-      Violation(pkt.frame, swho, "DDP segment outside an open stream session (RFC 5043 6)");
-    }
-    OnUlpdu(s.ddp[dir], swho, pkt.frame, seg.segment);
+    OnSctpUserData(a, dir, stream, ppid, pkt.frame, user);
   }
 }
 
+void Analyzer::OnSctpUserData(SctpAssoc& a, int dir, uint16_t stream, uint32_t ppid, uint64_t frame,
+                              ByteSpan user) {
+  SctpStream& s = a.streams[stream];
+  const std::string swho = absl::StrCat(a.who[dir], " s", stream);
+  if (user.size() < sctp::kSsnSize) {
+    Violation(frame, swho, "DDP chunk shorter than its DDP-SSN (RFC 5043 5.2.1)");
+    return;
+  }
+  const Seq16 ssn(LoadBe16(user.data()));
+  // RFC 5043 6.1: DDP-SSNs restart at 0 with each session; an Initiate with
+  // DDP-SSN 0 after the previous session ended starts the next one.
+  const bool initiate = ppid == sctp::kPpidSessionControl && user.size() >= sctp::kSessionControlHeaderSize &&
+                        LoadBe16(user.data() + 2) == static_cast<uint16_t>(sctp::FunctionCode::kInitiate);
+  const bool over = (s.seq[0] && s.seq[0]->closed()) || (s.seq[1] && s.seq[1]->closed());
+  if (initiate && ssn.value() == 0 && over) {
+    for (int d = 0; d < 2; ++d) {
+      s.seq[d].reset();
+      s.next_ssn[d] = Seq16(0);
+      s.held[d].clear();
+      s.ddp[d] = Direction{};
+    }
+  }
+  if (initiate && !s.seq[0] && !s.seq[1] && s.held[dir].empty() && s.next_ssn[dir].value() == 0 &&
+      ssn.value() != 0) {
+    Violation(frame, swho,
+              absl::StrFormat("session starts at DDP-SSN %u, not 0 (RFC 5043 6.1)", ssn.value()));
+    s.next_ssn[dir] = ssn;  // decode the rest relative to it
+  }
+  // RFC 5043 10: chunks are unordered; DDP sees them in DDP-SSN order.
+  const uint16_t ahead = static_cast<uint16_t>(ssn.value() - s.next_ssn[dir].value());
+  if (ahead != 0) {
+    if (ahead >= 32768 || s.held[dir].count(ssn.value()) != 0) {
+      Violation(frame, swho,
+                absl::StrFormat("DDP-SSN %u repeated or behind the next expected %u (RFC 5043 10)",
+                                ssn.value(), s.next_ssn[dir].value()));
+      return;
+    }
+    s.held[dir][ssn.value()] = SctpHeld{frame, ppid, std::vector<uint8_t>(user.begin(), user.end())};
+    return;
+  }
+  OnSctpInOrder(s, dir, swho, ppid, frame, user);
+  for (auto it = s.held[dir].find(s.next_ssn[dir].value()); it != s.held[dir].end();
+       it = s.held[dir].find(s.next_ssn[dir].value())) {
+    const SctpHeld h = std::move(it->second);
+    s.held[dir].erase(it);
+    OnSctpInOrder(s, dir, swho, h.ppid, h.frame, ByteSpan(h.user));
+  }
+}
+
+void Analyzer::OnSctpInOrder(SctpStream& s, int dir, const std::string& swho, uint32_t ppid,
+                             uint64_t frame, ByteSpan user) {
+  s.next_ssn[dir] += 1;
+  if (ppid == sctp::kPpidSessionControl) {
+    ++summary_.session_control;
+    sctp::SessionControl sc;
+    const sctp::AdaptStatus st = sctp::ParseSessionControl(user, &sc);
+    if (st != sctp::AdaptStatus::kOk) {
+      Violation(frame, swho, absl::StrCat("DDP Stream Session Control: ", std::string(sctp::AdaptStatusName(st))));
+      return;
+    }
+    static constexpr const char* kFns[] = {"?", "Initiate", "Accept", "Reject", "Terminate"};
+    const auto fn = static_cast<uint16_t>(sc.function);
+    Line(frame, swho,
+         absl::StrFormat("DDP Session %s ssn=%u private_data=%u", kFns[fn <= 4 ? fn : 0], sc.ssn.value(),
+                         sc.private_data.size()));
+    if (sc.function == sctp::FunctionCode::kInitiate && !s.seq[0] && !s.seq[1]) {
+      // The receiver of the Initiate is passive, the sender active.
+      s.seq[1 - dir].emplace(sctp::Role::kPassive);
+      s.seq[dir].emplace(sctp::Role::kActive);
+      s.ddp[dir].calls = true;
+      s.ddp[1 - dir].calls = false;
+      s.ddp[0].peer = &s.ddp[1];
+      s.ddp[1].peer = &s.ddp[0];
+    }
+    if (!s.seq[1 - dir]) {
+      Violation(frame, swho, "session control before any Initiate on this stream (RFC 5043 6)");
+      return;
+    }
+    static constexpr sctp::ChunkKind kKinds[] = {sctp::ChunkKind::kInitiate, sctp::ChunkKind::kInitiate,
+                                                 sctp::ChunkKind::kAccept, sctp::ChunkKind::kReject,
+                                                 sctp::ChunkKind::kTerminate};
+    if (s.seq[1 - dir]->OnReceive(kKinds[fn]) != sctp::AdaptStatus::kOk) {
+      Violation(frame, swho, absl::StrFormat("illegal session sequence: %s here (RFC 5043 6.2-6.6)", kFns[fn]));
+    }
+    return;
+  }
+  sctp::SegmentChunk seg;
+  const sctp::AdaptStatus st = sctp::ParseSegmentChunk(user, UINT32_MAX, &seg);
+  if (st != sctp::AdaptStatus::kOk) {
+    Violation(frame, swho, absl::StrCat("DDP Segment chunk: ", std::string(sctp::AdaptStatusName(st))));
+    return;
+  }
+  if (!s.seq[1 - dir]) {
+    Violation(frame, swho, "DDP segment before the stream session was initiated (RFC 5043 6)");
+  } else if (s.seq[1 - dir]->OnReceive(sctp::ChunkKind::kDdpSegment) != sctp::AdaptStatus::kOk) {
+    Violation(frame, swho, "DDP segment outside an open stream session (RFC 5043 6)");
+  }
+  OnUlpdu(s.ddp[dir], swho, frame, seg.segment);
+}
+
 void Analyzer::Finish() {
+  for (auto& [key, a] : sctp_) {
+    for (auto& [id, st] : a->streams) {
+      for (int d = 0; d < 2; ++d) {
+        if (!st.held[d].empty()) {
+          Line(0, absl::StrCat(a->who[d], " s", id),
+               absl::StrFormat("capture ends with %u chunks waiting for DDP-SSN %u", st.held[d].size(),
+                               st.next_ssn[d].value()));
+        }
+      }
+    }
+  }
   for (auto& [key, c] : tcp_) {
     for (int d = 0; d < 2; ++d) {
       if (c->phase[d] == TcpConn::Phase::kFull && !c->dec[d]->at_fpdu_boundary()) {

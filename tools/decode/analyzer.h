@@ -65,6 +65,7 @@ class Analyzer {
   struct Direction;
   struct TcpConn;
   struct SctpAssoc;
+  struct SctpStream;
 
  private:
   using ConnKey = std::tuple<uint32_t, uint16_t, uint32_t, uint16_t>;
@@ -74,6 +75,9 @@ class Analyzer {
                   const char* suffix, uint64_t* created);
   void OnTcp(const L4Packet& pkt);
   void OnSctp(const L4Packet& pkt);
+  void OnSctpUserData(SctpAssoc& a, int dir, uint16_t stream, uint32_t ppid, uint64_t frame, ByteSpan user);
+  void OnSctpInOrder(SctpStream& s, int dir, const std::string& swho, uint32_t ppid, uint64_t frame,
+                     ByteSpan user);
   void OnStream(TcpConn& c, int dir, uint64_t frame, Seq32 seq, ByteSpan data);
   void OnStartupFrame(TcpConn& c, int dir, uint64_t frame);
   void OnUlpdu(Direction& d, const std::string& who, uint64_t frame, ByteSpan ulpdu);

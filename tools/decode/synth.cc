@@ -334,7 +334,7 @@ class SctpSynth {
   static constexpr uint32_t kTagS = 0x5e7e5e7eu;
   CaptureWriter& w_;
   uint32_t tsn_[2] = {1000, 9000};
-  uint16_t ssn_[2] = {0xfff0, 0};  // the client's DDP-SSN wraps during the session
+  uint16_t ssn_[2] = {0, 0};  // RFC 5043 6.1: every session starts at DDP-SSN 0
 };
 
 }  // namespace
