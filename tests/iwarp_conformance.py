@@ -217,7 +217,9 @@ class Env:
         self.models = {}
 
     def peer(self, port=RESPONDER_PORT, timeout=5.0):
-        return NsPeer(self.d.ns, port, timeout)
+        p = NsPeer(self.d.ns, port, timeout)
+        p.port = port
+        return p
 
     def model(self, p):
         return self.models[(p.port, p.scratch.stag)]
