@@ -573,6 +573,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       }
       p->target = qp;
       qp->pending_slot = static_cast<uint32_t>(p - pending_.get());
+      qp->engine->Poll(now_us_);  // the engine's clock, before it sends the Reply
       // The engine sees the Request as if it had just arrived (stream offset
       // 0) and answers with the application's decision.
       const size_t used = qp->engine->OnData(p->conn, 0, ByteSpan(p->buf, p->len));

@@ -29,8 +29,9 @@ constexpr uint32_t kAllAccess =
 constexpr size_t kMaxMsg = size_t{16} << 20;
 constexpr uint16_t kPort = 4791;
 
+// n bytes of a seeded pattern (one spare byte: data() is never null).
 std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
+  std::vector<uint8_t> v(n + 1);
   std::mt19937 rng(seed);
   for (size_t i = 0; i < n; i += 4) {
     const uint32_t x = rng();
