@@ -1199,6 +1199,7 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
       Add(counters_->connections, 1);
       Add(counters_->wire_connections, 1);
       out.type = static_cast<uint32_t>(EventType::kEstablished);
+      out.mpa_flags = ev.mpa_flags;
       out.private_data_len = std::min<uint32_t>(ev.private_data_len, kMaxPrivateData);
       std::memcpy(out.private_data, ev.private_data, out.private_data_len);
       break;

@@ -266,11 +266,14 @@ engine::AcceptDecision WireQpContext::OnConnectRequest(engine::Qp&, const mpa::S
   return engine::AcceptDecision{accept, ByteSpan(reply_pd, reply_pd_len)};
 }
 
-void WireQpContext::OnEstablished(engine::Qp&, ByteSpan peer_private_data) {
+void WireQpContext::OnEstablished(engine::Qp& qp, ByteSpan peer_private_data) {
   established = true;
   Bump(owner->counters_->connections);
   WireEvent ev;
   ev.type = WireEventType::kEstablished;
+  const engine::Negotiated& n = qp.negotiated();
+  ev.mpa_flags = kEvMpaWire | (n.crc ? kEvMpaCrc : 0) | (n.tx_markers ? kEvMpaTxMarkers : 0) |
+                 (n.rx_markers ? kEvMpaRxMarkers : 0);
   ev.qp = this;
   ev.qp_id = qp_id;
   ev.private_data_len =

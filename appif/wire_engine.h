@@ -149,6 +149,7 @@ struct WireEvent {
   uint32_t request_id = 0;
   uint32_t stag = 0;
   uint32_t pd = 0;
+  uint32_t mpa_flags = 0;  // kEstablished: kEvMpa* (shm_layout.h)
   uint32_t private_data_len = 0;
   uint8_t private_data[kMaxPrivateData] = {};
 };

@@ -148,7 +148,14 @@ class WireTest : public ::testing::TestWithParam<WireParams> {
     iwarp_event est = client_->Event(IWARP_EVENT_ESTABLISHED);
     EXPECT_EQ(std::string(reinterpret_cast<char*>(est.private_data), est.private_data_len),
               "welcome-b");
-    server_->Event(IWARP_EVENT_ESTABLISHED);
+    iwarp_event sest = server_->Event(IWARP_EVENT_ESTABLISHED);
+    // Both daemons ask for the same framing: CRC, and Markers both ways.
+    const uint32_t want = IWARP_MPA_STATE_WIRE | (GetParam().crc ? IWARP_MPA_STATE_CRC : 0) |
+                          (GetParam().markers
+                               ? IWARP_MPA_STATE_TX_MARKERS | IWARP_MPA_STATE_RX_MARKERS
+                               : 0);
+    EXPECT_EQ(est.mpa_flags, want);
+    EXPECT_EQ(sest.mpa_flags, want);
   }
 
   ThreadedTestLink link_;
@@ -404,6 +411,41 @@ TEST_P(Wire, LoopbackQpRefusesACqServingTheWire) {
              local.mr.stag);
   EXPECT_EQ(other.Wc().status, IWARP_WC_SUCCESS);
   EXPECT_EQ(local.mem[99], 0x5A);
+}
+
+// iwarp_connect_mpa: one connection asks for CRC and Markers although the
+// daemons' defaults ask for neither (RFC 5044 7.1.2: CRC if either side
+// asks; Markers only toward the side that asked).
+class WirePerConnect : public WireTest {};
+INSTANTIATE_TEST_SUITE_P(NoCrcDefault, WirePerConnect, ::testing::Values(WireParams{false, false}));
+
+TEST_P(WirePerConnect, ConnectMpaOverridesTheDaemonDefaults) {
+  OpenApps(4 << 20);
+  iwarp_addr any{0, kPort};
+  uint32_t lid = 0;
+  ASSERT_EQ(iwarp_listen(server_->s, &any, &lid), 0);
+  iwarp_addr to{kIpB, kPort};
+  ASSERT_EQ(iwarp_connect_mpa(client_->qp, &to, nullptr, 0, IWARP_MPA_CRC | IWARP_MPA_MARKERS), 0);
+  EXPECT_EQ(iwarp_connect_mpa(client_->qp, &to, nullptr, 0, 1u << 7), -EINVAL);
+  iwarp_event req = server_->Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(server_->s, req.request_id, server_->qp, nullptr, 0), 0);
+  iwarp_event est = client_->Event(IWARP_EVENT_ESTABLISHED);
+  iwarp_event sest = server_->Event(IWARP_EVENT_ESTABLISHED);
+  EXPECT_EQ(est.mpa_flags, IWARP_MPA_STATE_WIRE | IWARP_MPA_STATE_CRC | IWARP_MPA_STATE_RX_MARKERS);
+  EXPECT_EQ(sest.mpa_flags, IWARP_MPA_STATE_WIRE | IWARP_MPA_STATE_CRC | IWARP_MPA_STATE_TX_MARKERS);
+  // Data still arrives intact: 2 MiB from the server (Markers inserted) to the client.
+  App& c = *client_;
+  App& s = *server_;
+  const size_t n = 2 << 20;
+  auto data = Pattern(n, 99);
+  std::memcpy(s.mem, data.data(), n);
+  c.PostRecv(1, c.mr.addr + n, static_cast<uint32_t>(n), c.mr.stag);
+  s.Post(2, IWARP_WR_SEND, s.mr.addr, static_cast<uint32_t>(n), s.mr.stag);
+  EXPECT_EQ(s.Wc().status, IWARP_WC_SUCCESS);
+  iwarp_wc wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, n);
+  EXPECT_EQ(std::memcmp(c.mem + n, data.data(), n), 0);
 }
 
 }  // namespace
