@@ -93,6 +93,10 @@ constexpr uint64_t kMaxRtoUs = 600000000;
 constexpr size_t kMaxServices = 64;
 constexpr size_t kMaxServiceName = 32;
 constexpr uint64_t kMaxSourceConnections = 65536;
+// iwarp: and the iwarp_* services.
+constexpr uint64_t kMaxIwarpMessage = 16 << 20;  // 16 MiB
+constexpr uint64_t kMaxIwarpRegion = uint64_t{1} << 30;
+constexpr uint64_t kMaxIwarpQueue = 65536;
 
 // EAL options that a schema key owns; passing them in extra_args would make
 // two sources of truth.
@@ -342,6 +346,7 @@ class Loader {
   Reader PowerOfTwo(uint32_t* out, UintRange range);
   bool ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool ReadService(const YAML::Node& item, const std::string& path);
+  bool ReadIwarp(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool CheckTcpAndServices();
   bool CheckWhole();
 
@@ -363,6 +368,7 @@ class Loader {
   std::vector<InterfaceMarks> interface_marks_;
   // tcp: and services: marks for the whole-document checks.
   std::map<std::string, YAML::Mark, std::less<>> tcp_marks_;
+  std::map<std::string, YAML::Mark, std::less<>> iwarp_marks_;
   struct ServiceMarks {
     YAML::Mark item;
     YAML::Mark name;
@@ -553,7 +559,16 @@ constexpr std::pair<absl::string_view, SynCookies> kSynCookieNames[] = {
 constexpr std::pair<absl::string_view, CongestionControl> kCongestionControlNames[] = {
     {"newreno", CongestionControl::kNewReno}, {"cubic", CongestionControl::kCubic}};
 constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
-    {"echo", ServiceType::kEcho}, {"sink", ServiceType::kSink}, {"source", ServiceType::kSource}};
+    {"echo", ServiceType::kEcho},
+    {"sink", ServiceType::kSink},
+    {"source", ServiceType::kSource},
+    {"iwarp_responder", ServiceType::kIwarpResponder},
+    {"iwarp_client", ServiceType::kIwarpClient}};
+constexpr std::pair<absl::string_view, IwarpOp> kIwarpOpNames[] = {
+    {"write", IwarpOp::kWrite}, {"read", IwarpOp::kRead}, {"send", IwarpOp::kSend},
+    {"mixed", IwarpOp::kMixed}};
+constexpr std::pair<absl::string_view, uint8_t> kRtrTypeNames[] = {
+    {"send", kIwarpRtrSend}, {"write", kIwarpRtrWrite}, {"read", kIwarpRtrRead}};
 
 template <typename E, size_t N>
 absl::string_view NameOf(E e, const std::pair<absl::string_view, E> (&names)[N]) {
@@ -1121,32 +1136,56 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
               {"connections",
                note("connections", Uint(&svc.connections, {1, kMaxSourceConnections}))},
               {"start_delay_ms", note("start_delay_ms", Uint(&svc.start_delay_ms, {0, 3600000}))},
+              {"crc", note("crc", Bool(&svc.crc))},
+              {"markers", note("markers", Bool(&svc.markers))},
+              {"op", note("op", Enum(&svc.op, kIwarpOpNames))},
+              {"message_bytes", note("message_bytes", Uint(&svc.message_bytes, {0, kMaxIwarpMessage}))},
+              {"count", note("count", Uint(&svc.count, {1, uint64_t{1} << 40}))},
+              {"queue_depth", note("queue_depth", Uint(&svc.queue_depth, {1, 1024}))},
+              {"verify", note("verify", Bool(&svc.verify))},
           })) {
     return false;
   }
   // Keys that belong to other service types are mistakes, not no-ops.
   struct KeyUse {
     absl::string_view key;
-    bool echo, sink, source;
+    bool echo, sink, source, responder, client;
   };
   constexpr KeyUse kUses[] = {
-      {"port", true, true, false},           {"sha256", false, true, true},
-      {"remote", false, false, true},        {"remote_port", false, false, true},
-      {"bytes", false, false, true},         {"connections", false, false, true},
-      {"start_delay_ms", false, false, true},
+      {"port", true, true, false, true, false},
+      {"sha256", false, true, true, false, false},
+      {"remote", false, false, true, false, true},
+      {"remote_port", false, false, true, false, true},
+      {"bytes", false, false, true, false, false},
+      {"connections", false, false, true, false, false},
+      {"start_delay_ms", false, false, true, false, true},
+      {"crc", false, false, false, true, true},
+      {"markers", false, false, false, true, true},
+      {"op", false, false, false, false, true},
+      {"message_bytes", false, false, false, false, true},
+      {"count", false, false, false, false, true},
+      {"queue_depth", false, false, false, false, true},
+      {"verify", false, false, false, false, true},
   };
   const absl::string_view type = NameOf(svc.type, kServiceTypeNames);
   for (absl::string_view k : given) {
     for (const KeyUse& u : kUses) {
       if (u.key != k) continue;
-      const bool ok = svc.type == ServiceType::kEcho   ? u.echo
-                      : svc.type == ServiceType::kSink ? u.sink
-                                                       : u.source;
+      bool ok = false;
+      switch (svc.type) {
+        case ServiceType::kEcho: ok = u.echo; break;
+        case ServiceType::kSink: ok = u.sink; break;
+        case ServiceType::kSource: ok = u.source; break;
+        case ServiceType::kIwarpResponder: ok = u.responder; break;
+        case ServiceType::kIwarpClient: ok = u.client; break;
+      }
       if (!ok) {
         std::vector<absl::string_view> types;
         if (u.echo) types.push_back("echo");
         if (u.sink) types.push_back("sink");
         if (u.source) types.push_back("source");
+        if (u.responder) types.push_back("iwarp_responder");
+        if (u.client) types.push_back("iwarp_client");
         return Fail(mark, Join(path, k), absl::StrCat(k, " does not apply to type ", type),
                     absl::StrCat("allowed: ", k, " only with type ", absl::StrJoin(types, " or ")));
       }
@@ -1155,7 +1194,8 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
   auto has = [&given](absl::string_view k) {
     return std::find(given.begin(), given.end(), k) != given.end();
   };
-  if (svc.type != ServiceType::kSource && !has("port")) {
+  const bool active = svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient;
+  if (!active && !has("port")) {
     return Fail(mark, path + ".port", "missing required key",
                 absl::StrCat("add 'port: N' (the TCP port the ", type, " service listens on)"));
   }
@@ -1167,9 +1207,61 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
       }
     }
   }
+  if (svc.type == ServiceType::kIwarpClient) {
+    for (absl::string_view k : {"remote", "remote_port"}) {
+      if (!has(k)) {
+        return Fail(mark, Join(path, k), "missing required key",
+                    "an iwarp_client needs remote: A.B.C.D and remote_port: N");
+      }
+    }
+  }
   config_.services.push_back(std::move(svc));
   service_marks_.push_back(marks);
   return true;
+}
+
+bool Loader::ReadIwarp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
+  IwarpConfig& w = config_.iwarp;
+  auto marked = [this](absl::string_view name, Reader read) {
+    return [this, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      iwarp_marks_[std::string(name)] = v.Mark();
+      return read(k, v, p);
+    };
+  };
+  return ReadSection(
+      key, value, path,
+      {
+          {"qps_per_service", Uint(&w.qps_per_service, {1, 4096})},
+          {"revision", Uint(&w.revision, {1, 2})},
+          {"enhanced", Bool(&w.enhanced)},
+          {"ird", Uint(&w.ird, {0, 0x3FFF})},
+          {"ord", Uint(&w.ord, {0, 0x3FFF})},
+          {"rtr_types",
+           [this, &w](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             w.rtr_types = 0;
+             return ReadList(k, v, p, 1, 3, "RTR types (send, write, read)",
+                             [this, &w](const YAML::Node& item, const std::string& ip) {
+                               uint8_t bit = 0;
+                               if (!Enum(&bit, kRtrTypeNames)(item, item, ip)) return false;
+                               if ((w.rtr_types & bit) != 0) {
+                                 return Fail(item.Mark(), ip, "RTR type listed twice",
+                                             "allowed: each of send, write, read at most once");
+                               }
+                               w.rtr_types |= bit;
+                               return true;
+                             });
+           }},
+          {"max_private_data", Uint(&w.max_private_data, {0, 512})},
+          {"request_timeout_ms", Uint(&w.request_timeout_ms, {1, 600000})},
+          {"reply_timeout_ms", Uint(&w.reply_timeout_ms, {1, 600000})},
+          {"rtr_timeout_ms", Uint(&w.rtr_timeout_ms, {1, 600000})},
+          {"sq_depth", marked("sq_depth", Uint(&w.sq_depth, {1, kMaxIwarpQueue}))},
+          {"rq_depth", marked("rq_depth", Uint(&w.rq_depth, {1, kMaxIwarpQueue}))},
+          {"cq_depth", marked("cq_depth", Uint(&w.cq_depth, {1, kMaxIwarpQueue}))},
+          {"scratch_bytes", Uint(&w.scratch_bytes, {0, kMaxIwarpRegion})},
+          {"recv_buffers", marked("recv_buffers", Uint(&w.recv_buffers, {1, kMaxIwarpQueue}))},
+          {"recv_buffer_bytes", Uint(&w.recv_buffer_bytes, {0, kMaxIwarpMessage})},
+      });
 }
 
 bool Loader::CheckTcpAndServices() {
@@ -1214,7 +1306,7 @@ bool Loader::CheckTcpAndServices() {
                                Position(service_marks_[it->second].name), ")"),
                   "give every service a unique name");
     }
-    if (svc.type == ServiceType::kSource) continue;
+    if (svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient) continue;
     ++listeners;
     auto [pit, pfresh] = ports.emplace(svc.port, i);
     if (!pfresh) {
@@ -1228,6 +1320,41 @@ bool Loader::CheckTcpAndServices() {
     return Fail(service_marks_[0].item, "services",
                 "services need TCP, but tcp.enabled is false",
                 "set tcp.enabled: true or remove the services");
+  }
+  // iwarp: queue sizes against each other (every responder receive buffer
+  // may have its echo Send outstanding at once, each of them completing).
+  const IwarpConfig& w = config_.iwarp;
+  auto iwarp_mark = [this](absl::string_view k) {
+    auto it = iwarp_marks_.find(k);
+    return it != iwarp_marks_.end() ? it->second : top_mark_;
+  };
+  if (w.recv_buffers > w.rq_depth || 2 * uint64_t{w.recv_buffers} > w.sq_depth) {
+    return Fail(iwarp_mark("recv_buffers"), "iwarp.recv_buffers",
+                absl::StrCat(w.recv_buffers, " is above iwarp.rq_depth ", w.rq_depth,
+                             " or half of iwarp.sq_depth ", w.sq_depth),
+                "allowed: at most rq_depth and sq_depth / 2 (the echo Sends of posted and "
+                "spare buffers)");
+  }
+  if (w.cq_depth < w.sq_depth + w.rq_depth) {
+    return Fail(iwarp_mark("cq_depth"), "iwarp.cq_depth",
+                absl::StrCat(w.cq_depth, " is below sq_depth + rq_depth ", w.sq_depth + w.rq_depth),
+                "allowed: at least sq_depth + rq_depth (every work request completes)");
+  }
+  for (size_t i = 0; i < config_.services.size(); ++i) {
+    const ServiceConfig& svc = config_.services[i];
+    if (svc.type != ServiceType::kIwarpClient) continue;
+    if (2 * uint64_t{svc.queue_depth} + 1 > w.sq_depth || svc.queue_depth > w.rq_depth ||
+        svc.queue_depth > w.ord) {
+      return Fail(service_marks_[i].item, absl::StrCat("services[", i, "].queue_depth"),
+                  absl::StrCat(svc.queue_depth, " needs iwarp.sq_depth >= ",
+                               2 * uint64_t{svc.queue_depth} + 1, ", iwarp.rq_depth and iwarp.ord >= ",
+                               svc.queue_depth),
+                  "lower queue_depth or raise the iwarp: queue sizes");
+    }
+    if (uint64_t{svc.queue_depth} * svc.message_bytes > kMaxIwarpRegion) {
+      return Fail(service_marks_[i].item, absl::StrCat("services[", i, "].queue_depth"),
+                  "queue_depth x message_bytes exceeds 1 GiB", "lower either");
+    }
   }
   if (listeners > t.max_listeners) {
     return Fail(service_marks_.back().item, "services",
@@ -1470,6 +1597,8 @@ absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
                                return ReadService(item, ip);
                              });
            }},
+          {"iwarp", [this](const YAML::Node& k, const YAML::Node& v,
+                           const std::string& p) { return ReadIwarp(k, v, p); }},
       });
   if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
   return std::move(config_);
@@ -1599,6 +1728,11 @@ std::string_view ToString(CongestionControl v) {
   return {n.data(), n.size()};
 }
 
+std::string_view ToString(IwarpOp v) {
+  absl::string_view n = NameOf(v, kIwarpOpNames);
+  return std::string_view(n.data(), n.size());
+}
+
 std::string_view ToString(ServiceType v) {
   absl::string_view n = NameOf(v, kServiceTypeNames);
   return {n.data(), n.size()};
@@ -1682,6 +1816,11 @@ std::string DescribeConfig(const Config& c) {
     if (svc.type == ServiceType::kSource) {
       absl::StrAppend(&out, " to ", FormatIpv4(svc.remote), ":", svc.remote_port, ", ",
                       svc.connections, " x ", svc.bytes, " bytes");
+    } else if (svc.type == ServiceType::kIwarpClient) {
+      absl::StrAppend(&out, " to ", FormatIpv4(svc.remote), ":", svc.remote_port, ", ",
+                      NameOf(svc.op, kIwarpOpNames), " ", svc.count, " x ", svc.message_bytes,
+                      " bytes, depth ", svc.queue_depth, ", crc ", svc.crc ? "on" : "off",
+                      ", markers ", svc.markers ? "on" : "off");
     } else {
       absl::StrAppend(&out, " on port ", svc.port);
     }
@@ -1808,11 +1947,38 @@ std::string FormatConfigYaml(const Config& c) {
                       "\n    remote_port: ", svc.remote_port, "\n    bytes: ", svc.bytes,
                       "\n    connections: ", svc.connections,
                       "\n    start_delay_ms: ", svc.start_delay_ms, "\n");
+    } else if (svc.type == ServiceType::kIwarpClient) {
+      absl::StrAppend(&out, "    remote: ", FormatIpv4(svc.remote),
+                      "\n    remote_port: ", svc.remote_port,
+                      "\n    start_delay_ms: ", svc.start_delay_ms,
+                      "\n    op: ", NameOf(svc.op, kIwarpOpNames),
+                      "\n    message_bytes: ", svc.message_bytes, "\n    count: ", svc.count,
+                      "\n    queue_depth: ", svc.queue_depth, "\n    verify: ", b(svc.verify),
+                      "\n");
     } else {
       absl::StrAppend(&out, "    port: ", svc.port, "\n");
     }
-    if (svc.type != ServiceType::kEcho) absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
+    if (svc.type == ServiceType::kIwarpClient || svc.type == ServiceType::kIwarpResponder) {
+      absl::StrAppend(&out, "    crc: ", b(svc.crc), "\n    markers: ", b(svc.markers), "\n");
+    } else if (svc.type != ServiceType::kEcho) {
+      absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
+    }
   }
+  const IwarpConfig& w = c.iwarp;
+  std::vector<absl::string_view> rtr;
+  for (const auto& [name, bit] : kRtrTypeNames) {
+    if ((w.rtr_types & bit) != 0) rtr.push_back(name);
+  }
+  absl::StrAppend(&out, "iwarp:\n  qps_per_service: ", w.qps_per_service,
+                  "\n  revision: ", w.revision, "\n  enhanced: ", b(w.enhanced),
+                  "\n  ird: ", w.ird, "\n  ord: ", w.ord, "\n  rtr_types: [",
+                  absl::StrJoin(rtr, ", "), "]\n  max_private_data: ", w.max_private_data,
+                  "\n  request_timeout_ms: ", w.request_timeout_ms,
+                  "\n  reply_timeout_ms: ", w.reply_timeout_ms,
+                  "\n  rtr_timeout_ms: ", w.rtr_timeout_ms, "\n  sq_depth: ", w.sq_depth,
+                  "\n  rq_depth: ", w.rq_depth, "\n  cq_depth: ", w.cq_depth,
+                  "\n  scratch_bytes: ", w.scratch_bytes, "\n  recv_buffers: ", w.recv_buffers,
+                  "\n  recv_buffer_bytes: ", w.recv_buffer_bytes, "\n");
   return out;
 }
 

@@ -219,7 +219,15 @@ struct TcpConfig {
 // source: actively opens `connections` connections to remote:remote_port and
 //         sends `bytes` bytes of the pattern byte[i] = i % 251 on each, then
 //         FIN; hashes what it sent with sha256.
-enum class ServiceType { kEcho, kSink, kSource };
+// iwarp_responder: an rping-style iWARP responder on `port` (MPA, a scratch
+//         region for RDMA Write/Read, every Send echoed); see
+//         dataplane/services/iwarp_services.h.
+// iwarp_client: connects to an iwarp_responder at remote:remote_port and runs
+//         the workload op / message_bytes / count / queue_depth.
+enum class ServiceType { kEcho, kSink, kSource, kIwarpResponder, kIwarpClient };
+
+// iwarp_client workload. mixed: message i is op (i mod 3) of write, read, send.
+enum class IwarpOp { kWrite, kRead, kSend, kMixed };
 
 struct ServiceConfig {
   std::string name;
@@ -230,9 +238,47 @@ struct ServiceConfig {
   uint16_t remote_port = 0;     // source
   uint64_t bytes = 0;           // source: per connection
   uint32_t connections = 1;     // source
-  uint32_t start_delay_ms = 0;  // source: after the worker starts
+  uint32_t start_delay_ms = 0;  // source, iwarp_client: after the worker starts
+  // iwarp_responder, iwarp_client: MPA C (ask for CRC) and M (ask the peer to
+  // insert Markers). A peer's C=1 / M=1 is honoured either way.
+  bool crc = true;
+  bool markers = false;
+  // iwarp_client workload.
+  IwarpOp op = IwarpOp::kWrite;
+  uint32_t message_bytes = 4096;  // 0 .. 16 MiB
+  uint64_t count = 1;             // messages
+  uint32_t queue_depth = 1;       // messages outstanding at once
+  bool verify = true;             // write: read each message back and compare
 
   friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
+};
+
+// ---- iWARP engine on the workers (iwarp:) ------------------------------------
+// MPA parameters and pool sizes shared by the iwarp_responder and
+// iwarp_client services. Every QP and region is allocated at start-up.
+inline constexpr uint8_t kIwarpRtrSend = 1u << 0;   // equal engine::kRtr*
+inline constexpr uint8_t kIwarpRtrWrite = 1u << 1;
+inline constexpr uint8_t kIwarpRtrRead = 1u << 2;
+
+struct IwarpConfig {
+  uint32_t qps_per_service = 4;       // responder QPs per worker (concurrent connections)
+  uint8_t revision = 2;               // MPA revision an initiator sends (1 or 2)
+  bool enhanced = true;               // RFC 6581 IRD/ORD and RTR negotiation (Rev 2)
+  uint16_t ird = 32;                  // inbound RDMA Reads served at once
+  uint16_t ord = 32;                  // outbound RDMA Reads issued at once
+  uint8_t rtr_types = kIwarpRtrWrite | kIwarpRtrRead;  // RFC 6581 RTR types offered/accepted
+  uint32_t max_private_data = 256;    // MPA private data accepted from a peer, bytes
+  uint32_t request_timeout_ms = 5000; // responder: MPA Request after TCP accept
+  uint32_t reply_timeout_ms = 10000;  // initiator: MPA Reply after the Request
+  uint32_t rtr_timeout_ms = 10000;    // responder: the RTR after the Reply
+  uint32_t sq_depth = 128;
+  uint32_t rq_depth = 128;
+  uint32_t cq_depth = 512;
+  uint64_t scratch_bytes = 1 << 20;   // responder: RDMA Write/Read region per QP
+  uint32_t recv_buffers = 16;         // responder: receives posted per QP (<= rq_depth, < sq_depth)
+  uint32_t recv_buffer_bytes = 65536; // responder: largest Send echoed
+
+  friend bool operator==(const IwarpConfig&, const IwarpConfig&) = default;
 };
 
 struct Config {
@@ -249,6 +295,7 @@ struct Config {
   AppInterfaceConfig app_interface;
   TcpConfig tcp;
   std::vector<ServiceConfig> services;
+  IwarpConfig iwarp;
 
   friend bool operator==(const Config&, const Config&) = default;
 };
@@ -270,6 +317,7 @@ std::string_view ToString(CorruptChecksum c);
 std::string_view ToString(SynCookies s);
 std::string_view ToString(CongestionControl c);
 std::string_view ToString(ServiceType t);
+std::string_view ToString(IwarpOp o);
 std::string FormatIpv4(uint32_t host_order_addr);
 
 // Multi-line human summary of a loaded config, for the start-up log. Every

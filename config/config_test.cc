@@ -238,7 +238,7 @@ TEST(ConfigErrors, FileNameAppearsInErrors) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
             path + ":2:1: portz: unknown key; allowed keys: version, eal, ports, interfaces, "
-                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services (did you mean 'ports'?)");
+                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp (did you mean 'ports'?)");
   std::remove(path.c_str());
 }
 
@@ -300,10 +300,10 @@ TEST(ConfigErrors, Version) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   EXPECT_EQ(Error2("telemetri: {}\n"),
             "t.yaml:7:1: telemetri: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services (did you mean 'telemetry'?)");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp (did you mean 'telemetry'?)");
   EXPECT_EQ(Error2("zzz: 1\n"),
             "t.yaml:7:1: zzz: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -651,7 +651,7 @@ TEST(ConfigErrors, AppInterface) {
 TEST(ConfigErrors, HostileTextIsEscaped) {
   EXPECT_EQ(Error2("\"bad\\nkey\": 1\n"),
             "t.yaml:7:1: bad\\nkey: unknown key; allowed keys: version, eal, ports, "
-            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services");
+            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp");
   std::string msg = Error2("logging: {level: \"" + std::string(100, 'x') + "\\u0001\"}\n");
   EXPECT_EQ(msg, "t.yaml:7:18: logging.level: '" + std::string(48, 'x') +
                      "...' is not a known value; allowed: error, warning, notice, info, debug");
@@ -855,7 +855,7 @@ TEST(ConfigServices, ParsesAndRoundTrips) {
 TEST(ConfigServices, Errors) {
   EXPECT_EQ(Error2("services:\n  - {name: e, type: chargen, port: 19}\n"),
             "t.yaml:8:21: services[0].type: 'chargen' is not a known value; allowed: echo, sink, "
-            "source");
+            "source, iwarp_responder, iwarp_client");
   EXPECT_EQ(Error2("services:\n  - {name: e, type: echo}\n"),
             "t.yaml:8:5: services[0].port: missing required key; add 'port: N' (the TCP port the "
             "echo service listens on)");
@@ -883,6 +883,93 @@ TEST(ConfigServices, Errors) {
   EXPECT_EQ(Error2("services:\n  - {name: a, type: echo, port: 0}\n"),
             "t.yaml:8:33: services[0].port: 0 is out of range; allowed: an integer from 1 to "
             "65535");
+}
+
+TEST(ConfigIwarp, ServicesAndSectionRead) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      std::string(kMinimal) +
+      "iwarp: {qps_per_service: 2, revision: 1, enhanced: false, ird: 4, ord: 8,"
+      " rtr_types: [send, read], max_private_data: 512, request_timeout_ms: 1,"
+      " reply_timeout_ms: 2, rtr_timeout_ms: 3, sq_depth: 64, rq_depth: 32, cq_depth: 96,"
+      " scratch_bytes: 0, recv_buffers: 32, recv_buffer_bytes: 16777216}\n"
+      "services:\n"
+      "  - {name: r, type: iwarp_responder, port: 9999, crc: false, markers: true}\n"
+      "  - {name: c, type: iwarp_client, remote: 198.18.0.2, remote_port: 9999, op: mixed,"
+      " message_bytes: 0, count: 7, queue_depth: 4, verify: false, start_delay_ms: 5}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const IwarpConfig& w = c->iwarp;
+  EXPECT_EQ(w.qps_per_service, 2u);
+  EXPECT_EQ(w.revision, 1);
+  EXPECT_FALSE(w.enhanced);
+  EXPECT_EQ(w.ird, 4);
+  EXPECT_EQ(w.ord, 8);
+  EXPECT_EQ(w.rtr_types, kIwarpRtrSend | kIwarpRtrRead);
+  EXPECT_EQ(w.max_private_data, 512u);
+  EXPECT_EQ(w.request_timeout_ms, 1u);
+  EXPECT_EQ(w.reply_timeout_ms, 2u);
+  EXPECT_EQ(w.rtr_timeout_ms, 3u);
+  EXPECT_EQ(w.sq_depth, 64u);
+  EXPECT_EQ(w.rq_depth, 32u);
+  EXPECT_EQ(w.cq_depth, 96u);
+  EXPECT_EQ(w.scratch_bytes, 0u);
+  EXPECT_EQ(w.recv_buffers, 32u);
+  EXPECT_EQ(w.recv_buffer_bytes, 16777216u);
+  ASSERT_EQ(c->services.size(), 2u);
+  EXPECT_EQ(c->services[0].type, ServiceType::kIwarpResponder);
+  EXPECT_FALSE(c->services[0].crc);
+  EXPECT_TRUE(c->services[0].markers);
+  const ServiceConfig& cl = c->services[1];
+  EXPECT_EQ(cl.type, ServiceType::kIwarpClient);
+  EXPECT_EQ(cl.op, IwarpOp::kMixed);
+  EXPECT_EQ(cl.message_bytes, 0u);
+  EXPECT_EQ(cl.count, 7u);
+  EXPECT_EQ(cl.queue_depth, 4u);
+  EXPECT_FALSE(cl.verify);
+  EXPECT_EQ(cl.start_delay_ms, 5u);
+  // The formatter writes everything back.
+  absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfigYaml(*c);
+  EXPECT_EQ(back->iwarp, c->iwarp);
+  EXPECT_EQ(back->services, c->services);
+}
+
+TEST(ConfigIwarp, Errors) {
+  EXPECT_EQ(Error2("services:\n  - {name: c, type: iwarp_client, remote: 198.18.0.2}\n"),
+            "t.yaml:8:5: services[0].remote_port: missing required key; an iwarp_client needs "
+            "remote: A.B.C.D and remote_port: N");
+  EXPECT_EQ(Error2("services:\n  - {name: r, type: iwarp_responder, port: 1, op: read}\n"),
+            "t.yaml:8:5: services[0].op: op does not apply to type iwarp_responder; allowed: op "
+            "only with type iwarp_client");
+  EXPECT_EQ(Error2("services:\n  - {name: e, type: echo, port: 1, crc: true}\n"),
+            "t.yaml:8:5: services[0].crc: crc does not apply to type echo; allowed: crc only with "
+            "type iwarp_responder or iwarp_client");
+  EXPECT_EQ(Error2("services:\n  - {name: c, type: iwarp_client, remote: 198.18.0.2, "
+                   "remote_port: 1, op: scatter}\n"),
+            "t.yaml:8:75: services[0].op: 'scatter' is not a known value; allowed: write, read, "
+            "send, mixed");
+  EXPECT_EQ(Error2("services:\n  - {name: c, type: iwarp_client, remote: 198.18.0.2, "
+                   "remote_port: 1, message_bytes: 16777217}\n"),
+            "t.yaml:8:86: services[0].message_bytes: 16777217 is out of range; allowed: an "
+            "integer from 0 to 16777216");
+  EXPECT_EQ(Error2("services:\n  - {name: c, type: iwarp_client, remote: 198.18.0.2, "
+                   "remote_port: 1, queue_depth: 64}\n"),
+            "t.yaml:8:5: services[0].queue_depth: 64 needs iwarp.sq_depth >= 129, iwarp.rq_depth "
+            "and iwarp.ord >= 64; lower queue_depth or raise the iwarp: queue sizes");
+  EXPECT_EQ(Error2("iwarp:\n  rtr_types: [read, read]\n"),
+            "t.yaml:8:21: iwarp.rtr_types[1]: RTR type listed twice; allowed: each of send, "
+            "write, read at most once");
+  EXPECT_EQ(Error2("iwarp:\n  rtr_types: []\n"),
+            "t.yaml:8:14: iwarp.rtr_types: the list is empty; allowed: a list of 1 to 3 RTR "
+            "types (send, write, read)");
+  EXPECT_EQ(Error2("iwarp:\n  revision: 3\n"),
+            "t.yaml:8:13: iwarp.revision: 3 is out of range; allowed: an integer from 1 to 2");
+  EXPECT_EQ(Error2("iwarp:\n  recv_buffers: 200\n"),
+            "t.yaml:8:17: iwarp.recv_buffers: 200 is above iwarp.rq_depth 128 or half of "
+            "iwarp.sq_depth 128; allowed: at most rq_depth and sq_depth / 2 (the echo Sends of "
+            "posted and spare buffers)");
+  EXPECT_EQ(Error2("iwarp:\n  cq_depth: 100\n"),
+            "t.yaml:8:13: iwarp.cq_depth: 100 is below sq_depth + rq_depth 256; allowed: at "
+            "least sq_depth + rq_depth (every work request completes)");
 }
 
 }  // namespace

@@ -278,6 +278,114 @@ int ConnectionsCommand(const char*, const char* params, rte_tel_data* d) {
   return 0;
 }
 
+std::string TermText(bool has, const rdmap::TerminateCode& t) {
+  if (!has) return "-";
+  return absl::StrCat("layer ", t.layer, " etype ", t.etype, " code ", t.code);
+}
+
+// The iWARP counters and client result of service `i`, summed over workers
+// (nothing for plain TCP services).
+void AddIwarpServiceFields(rte_tel_data* c, std::span<const TcpSnapshot* const> snaps, size_t i) {
+  IwarpServiceCounters sum;
+  IwarpRunResult run;
+  std::optional<rdmap::TerminateCode> term_sent, term_received;
+  bool iwarp = false;
+  for (const TcpSnapshot* s : snaps) {
+    if (s == nullptr || i >= s->services.size() || !s->services[i].iwarp) continue;
+    iwarp = true;
+    const TcpSnapshot::Service& ss = s->services[i];
+#define IWARP_SVC_SUM(f) sum.f += ss.iwarp_counters.f;
+    IWARP_SERVICE_COUNTERS(IWARP_SVC_SUM)
+#undef IWARP_SVC_SUM
+    if (ss.run.started) run = ss.run;  // a client runs on one worker
+    if (ss.term_sent) term_sent = ss.term_sent;
+    if (ss.term_received) term_received = ss.term_received;
+  }
+  if (!iwarp) return;
+#define IWARP_SVC_TEL(f) rte_tel_data_add_dict_u64(c, #f, sum.f);
+  IWARP_SERVICE_COUNTERS(IWARP_SVC_TEL)
+#undef IWARP_SVC_TEL
+  rte_tel_data_add_dict_string(
+      c, "last_terminate_sent",
+      TermText(term_sent.has_value(), term_sent.value_or(rdmap::TerminateCode{})).c_str());
+  rte_tel_data_add_dict_string(
+      c, "last_terminate_received",
+      TermText(term_received.has_value(), term_received.value_or(rdmap::TerminateCode{})).c_str());
+  if (!run.started) return;
+  rte_tel_data_add_dict_string(c, "run", run.finished ? (run.ok ? "ok" : "failed") : "running");
+  rte_tel_data_add_dict_u64(c, "run_messages", run.messages);
+  rte_tel_data_add_dict_u64(c, "run_bytes", run.bytes);
+  rte_tel_data_add_dict_u64(c, "run_elapsed_us", run.elapsed_us);
+  // Payload goodput of the run, megabits per second (bytes * 8 / us).
+  rte_tel_data_add_dict_u64(c, "run_goodput_mbps",
+                            run.elapsed_us != 0 ? run.bytes * 8 / run.elapsed_us : 0);
+  rte_tel_data_add_dict_u64(c, "run_messages_per_s",
+                            run.elapsed_us != 0 ? run.messages * 1000000 / run.elapsed_us : 0);
+  rte_tel_data_add_dict_string(c, "run_sha256", run.finished ? ToHex(run.sha256).c_str() : "-");
+  rte_tel_data_add_dict_string(c, "run_connect_error",
+                               std::string(engine::ConnectErrorName(run.connect_error)).c_str());
+}
+
+// Every iWARP QP with a connection (kQpsPerReply at most).
+int QpsCommand(const char*, const char*, rte_tel_data* d) {
+  ViewPin pin;
+  const TelemetryView* v = pin.get();
+  if (v == nullptr || v->config == nullptr) return -EAGAIN;
+  std::lock_guard<std::mutex> lock(g_snapshot_mu);
+  std::vector<const TcpSnapshot*> snaps;
+  TakeSnapshots(*v, &snaps);
+  size_t total = 0;
+  for (const TcpSnapshot* s : snaps) total += s != nullptr ? s->qp_count : 0;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "total", total);
+  size_t shown = 0;
+  for (size_t w = 0; w < snaps.size(); ++w) {
+    const TcpSnapshot* s = snaps[w];
+    if (s == nullptr) continue;
+    for (size_t i = 0; i < s->qp_count && shown < kQpsPerReply; ++i) {
+      const IwarpQpInfo& q = s->qps[i];
+      rte_tel_data* e = rte_tel_data_alloc();
+      if (e == nullptr) return -ENOMEM;
+      rte_tel_data_start_dict(e);
+      rte_tel_data_add_dict_u64(e, "lcore", v->lcores[w]);
+      rte_tel_data_add_dict_string(
+          e, "service",
+          q.service >= 0 && static_cast<size_t>(q.service) < v->config->services.size()
+              ? v->config->services[static_cast<size_t>(q.service)].name.c_str()
+              : "");
+      rte_tel_data_add_dict_string(e, "state", std::string(engine::QpStateName(q.state)).c_str());
+      rte_tel_data_add_dict_string(e, "local",
+                                   TupleText(q.tuple.local_addr, q.tuple.local_port).c_str());
+      rte_tel_data_add_dict_string(e, "remote",
+                                   TupleText(q.tuple.remote_addr, q.tuple.remote_port).c_str());
+      const engine::Negotiated& n = q.negotiated;
+      rte_tel_data_add_dict_u64(e, "mpa_revision", n.revision);
+      rte_tel_data_add_dict_u64(e, "crc", n.crc ? 1 : 0);
+      rte_tel_data_add_dict_u64(e, "tx_markers", n.tx_markers ? 1 : 0);
+      rte_tel_data_add_dict_u64(e, "rx_markers", n.rx_markers ? 1 : 0);
+      rte_tel_data_add_dict_u64(e, "enhanced", n.enhanced ? 1 : 0);
+      rte_tel_data_add_dict_u64(e, "ird", n.ird);
+      rte_tel_data_add_dict_u64(e, "ord", n.ord);
+      rte_tel_data_add_dict_string(e, "rtr",
+                                   n.rtr == engine::kRtrWrite  ? "write"
+                                   : n.rtr == engine::kRtrRead ? "read"
+                                   : n.rtr == engine::kRtrSend ? "send"
+                                                               : "none");
+#define IWARP_QP_TEL(f) rte_tel_data_add_dict_u64(e, #f, q.stats.f);
+      IWARP_QP_COUNTERS(IWARP_QP_TEL)
+#undef IWARP_QP_TEL
+      rte_tel_data_add_dict_string(e, "terminate_sent",
+                                   TermText(q.has_term_sent, q.term_sent).c_str());
+      rte_tel_data_add_dict_string(e, "terminate_received",
+                                   TermText(q.has_term_received, q.term_received).c_str());
+      rte_tel_data_add_dict_container(d, absl::StrCat("qp_", shown).c_str(), e, 0);
+      ++shown;
+    }
+  }
+  rte_tel_data_add_dict_u64(d, "shown", shown);
+  return 0;
+}
+
 int ServicesCommand(const char*, const char*, rte_tel_data* d) {
   ViewPin pin;
   const TelemetryView* v = pin.get();
@@ -328,8 +436,9 @@ int ServicesCommand(const char*, const char*, rte_tel_data* d) {
     if (c == nullptr) return -ENOMEM;
     rte_tel_data_start_dict(c);
     rte_tel_data_add_dict_string(c, "type", std::string(config::ToString(sc.type)).c_str());
-    rte_tel_data_add_dict_u64(c, "port", sc.type == config::ServiceType::kSource ? sc.remote_port
-                                                                                 : sc.port);
+    const bool active =
+        sc.type == config::ServiceType::kSource || sc.type == config::ServiceType::kIwarpClient;
+    rte_tel_data_add_dict_u64(c, "port", active ? sc.remote_port : sc.port);
     rte_tel_data_add_dict_u64(c, "accepted", sum.accepted);
     rte_tel_data_add_dict_u64(c, "connected", sum.connected);
     rte_tel_data_add_dict_u64(c, "connect_failed", sum.connect_failed);
@@ -339,6 +448,7 @@ int ServicesCommand(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(c, "bytes_in", sum.bytes_in);
     rte_tel_data_add_dict_u64(c, "bytes_out", sum.bytes_out);
     rte_tel_data_add_dict_string(c, "name", sc.name.c_str());
+    AddIwarpServiceFields(c, snaps, i);
     // Containers do not nest deeper than one level: the transfers are a
     // top-level entry of their own.
     rte_tel_data_add_dict_container(d, absl::StrCat("svc_", i).c_str(), c, 0);
@@ -396,6 +506,12 @@ absl::Status RegisterTelemetryCommands() {
     rc = rte_telemetry_register_cmd(
         "/iwarpd/services", ServicesCommand,
         "TCP services: counters and finished transfers with SHA-256. Takes no parameters.");
+  }
+  if (rc == 0) {
+    rc = rte_telemetry_register_cmd(
+        "/iwarpd/qps", QpsCommand,
+        "iWARP QPs of the iwarp_* services: state, negotiated MPA/RFC 6581 parameters, engine "
+        "counters, Terminates. Takes no parameters.");
   }
   if (rc == 0) {
     rc = rte_telemetry_register_cmd(

@@ -4,7 +4,9 @@
 //   /iwarpd/tcp    per-lcore and total TCP engine counters and TCP drops
 //   /iwarpd/connections[,FIRST]  TCP connections, kConnectionsPerReply from
 //                  index FIRST (default 0) in worker then table order
-//   /iwarpd/services  per service: counters and finished transfers (SHA-256)
+//   /iwarpd/services  per service: counters and finished transfers (SHA-256);
+//                  iwarp_* services add their iWARP counters and the client's run
+//   /iwarpd/qps    iWARP QPs of the iwarp_* services (kQpsPerReply at most)
 //
 // Contract: the control thread publishes a view before workers start and
 // retracts it (RetractTelemetryView waits for any running callback) before
@@ -30,6 +32,8 @@ class Worker;
 // Connections per /iwarpd/connections reply: DPDK telemetry replies are
 // bounded (16 KiB, 256 dict entries).
 inline constexpr size_t kConnectionsPerReply = 24;
+// QPs per /iwarpd/qps reply (each is about 40 fields).
+inline constexpr size_t kQpsPerReply = 8;
 
 struct TelemetryView {
   std::span<const uint32_t> lcores;    // worker lcore ids

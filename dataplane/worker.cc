@@ -207,19 +207,38 @@ absl::Status Worker::InitTcp() {
   // With several workers, an active open picks a local port whose replies
   // hash to this worker (software steering and RSS use the same hash).
   if (worker_count_ > 1) tcp_->SetPortFilter(&Worker::PortOwnedHere, this);
+  size_t max_qps = 0;
   for (const config::ServiceConfig& sc : cfg_.services) {
+    const bool active =
+        sc.type == config::ServiceType::kSource || sc.type == config::ServiceType::kIwarpClient;
     // A source runs once, on worker 0; listeners run on every worker.
-    if (sc.type == config::ServiceType::kSource && index_ != 0) {
+    if (active && index_ != 0) {
       services_.push_back(nullptr);
+      iwarp_services_.push_back(nullptr);
       continue;
     }
     uint32_t local_ip = 0;
     for (const InterfaceAddress& a : local_addrs_) {
-      if (sc.type == config::ServiceType::kSource && a.Contains(sc.remote)) local_ip = a.addr;
+      if (active && a.Contains(sc.remote)) local_ip = a.addr;
     }
     if (local_ip == 0 && !local_addrs_.empty()) local_ip = local_addrs_[0].addr;
-    std::unique_ptr<TcpService> svc =
-        TcpService::Create(sc, tcp_.get(), &clock_, cfg_.tcp.max_connections, local_ip);
+    std::unique_ptr<TcpService> svc;
+    IwarpService* iwarp = nullptr;
+    if (sc.type == config::ServiceType::kIwarpResponder ||
+        sc.type == config::ServiceType::kIwarpClient) {
+      absl::StatusOr<std::unique_ptr<IwarpService>> s = IwarpService::Create(
+          sc, cfg_.iwarp, tcp_.get(), &clock_, cfg_.tcp.max_connections, local_ip);
+      if (!s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("service ", sc.name, " on lcore ", lcore_, ": ", s.status().message()));
+      }
+      iwarp = s->get();
+      max_qps += iwarp->max_qps();
+      svc = std::move(*s);
+    } else {
+      svc = TcpService::Create(sc, tcp_.get(), &clock_, cfg_.tcp.max_connections, local_ip);
+    }
+    iwarp_services_.push_back(iwarp);
     if (absl::Status st = svc->Start(); !st.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("service ", sc.name, " on lcore ", lcore_, ": ", st.message()));
@@ -230,6 +249,7 @@ absl::Status Worker::InitTcp() {
   snapshot_.conns.resize(cfg_.tcp.max_connections);
   snapshot_.conn_service.resize(cfg_.tcp.max_connections);
   snapshot_.services.resize(services_.size());
+  snapshot_.qps.resize(max_qps);
   return absl::OkStatus();
 }
 
@@ -313,6 +333,21 @@ void Worker::FillTcpSnapshot() {
     out.counters = services_[s]->counters();
     out.recent_count = services_[s]->recent_count();
     for (size_t i = 0; i < out.recent_count; ++i) out.recent[i] = services_[s]->recent(i);
+    out.iwarp = iwarp_services_[s] != nullptr;
+    if (out.iwarp) {
+      out.iwarp_counters = iwarp_services_[s]->iwarp_counters();
+      out.run = iwarp_services_[s]->run_result();
+      out.term_sent = iwarp_services_[s]->last_terminate_sent();
+      out.term_received = iwarp_services_[s]->last_terminate_received();
+    }
+  }
+  snapshot_.qp_count = 0;
+  for (size_t s = 0; s < iwarp_services_.size(); ++s) {
+    if (iwarp_services_[s] == nullptr) continue;
+    std::span<IwarpQpInfo> room(snapshot_.qps);
+    const size_t n = iwarp_services_[s]->ListQps(room.subspan(snapshot_.qp_count));
+    for (size_t i = 0; i < n; ++i) snapshot_.qps[snapshot_.qp_count + i].service = static_cast<int16_t>(s);
+    snapshot_.qp_count += n;
   }
 }
 

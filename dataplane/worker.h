@@ -28,6 +28,7 @@
 #include "config/config.h"
 #include "dataplane/l3/stack.h"
 #include "dataplane/impair/impairment.h"
+#include "dataplane/services/iwarp_services.h"
 #include "dataplane/services/tcp_services.h"
 #include "tcp_lite/tcp_stack.h"
 #include "dataplane/l3/stats.h"
@@ -56,6 +57,10 @@ struct TcpSnapshot {
     ServiceCounters counters;
     size_t recent_count = 0;
     std::array<TransferRecord, TcpService::kRecent> recent{};
+    bool iwarp = false;            // an iwarp_responder / iwarp_client
+    IwarpServiceCounters iwarp_counters;
+    IwarpRunResult run;            // iwarp_client
+    std::optional<rdmap::TerminateCode> term_sent, term_received;  // the last ones
   };
   bool enabled = false;
   tcp::TcpStackStats stats;
@@ -63,6 +68,8 @@ struct TcpSnapshot {
   std::vector<tcp::TcpConnInfo> conns;   // capacity tcp.max_connections
   std::vector<int16_t> conn_service;     // index into services, -1 = none
   std::vector<Service> services;         // same order as config services
+  size_t qp_count = 0;                   // valid entries of qps
+  std::vector<IwarpQpInfo> qps;          // iWARP QPs with a connection, all services
 };
 
 class Worker final : public L3Sink, public tcp::TcpOutput {
@@ -209,6 +216,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   std::unique_ptr<tcp::TcpStack> tcp_;
   ServiceClock clock_;
   std::vector<std::unique_ptr<TcpService>> services_;
+  std::vector<IwarpService*> iwarp_services_;  // same order; nullptr for plain TCP services
   TcpSnapshot snapshot_;
   std::atomic<uint64_t> snapshot_request_{0};
   std::atomic<uint64_t> snapshot_done_{0};

@@ -6,6 +6,11 @@
 #        tools/bench.sh tcp [--bulk-mib N] [--rr-seconds S]
 #          iwarpd's TCP (echo/sink services on net_tap) against the kernel TCP
 #          stack over a veth pair, in one run (root; tools/tcp_bench.py)
+#        tools/bench.sh iwarp [--count-4k N] [--count-64k N] [--count-send N]
+#          two iwarpd daemons over net_memif (iwarp_client -> iwarp_responder):
+#          RDMA Write goodput at 4 KiB and 64 KiB and 64-byte Send message rate,
+#          next to the kernel TCP stack over a veth pair moving the same bytes
+#          (root, hugepages; tools/iwarp_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -18,6 +23,12 @@ if [ "${1:-}" = tcp ]; then
   shift
   ninja -C build-release dataplane/iwarpd tools/iwarpctl
   exec python3 tools/tcp_bench.py --iwarpd build-release/dataplane/iwarpd \
+    --iwarpctl build-release/tools/iwarpctl "$@"
+fi
+if [ "${1:-}" = iwarp ]; then
+  shift
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl
+  exec python3 tools/iwarp_bench.py --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl "$@"
 fi
 ninja -C build-release

@@ -7,6 +7,7 @@
 //   iwarpctl [--prefix P] [--json] connections  TCP connections
 //   iwarpctl [--prefix P] [--json] services     TCP services and finished transfers
 //   iwarpctl [--prefix P] [--json] app          application interface (libiwarp)
+//   iwarpctl [--prefix P] [--json] qps          iWARP QPs of the iwarp_* services
 //
 // Not a DPDK process: it speaks the telemetry v2 protocol on the daemon's
 // UNIX socket (SOCK_SEQPACKET): read the JSON greeting, send the command,
@@ -34,7 +35,7 @@ using iwarp::tools::JsonValue;
 
 constexpr char kUsage[] =
     "usage: iwarpctl [--prefix FILE_PREFIX | --socket PATH] [--json]\n"
-    "                stats|ports|tcp|connections|services|app\n"
+    "                stats|ports|tcp|connections|services|app|qps\n"
     "\n"
     "  stats     per worker lcore and total: packets, bytes, ARP, ICMP and impairment\n"
     "            counters, drops by named reason (reasons with a zero total are not\n"
@@ -48,6 +49,9 @@ constexpr char kUsage[] =
     "  app       the application interface (libiwarp sessions): sessions, PDs, MRs,\n"
     "            CQs, QPs, STags in use, registered bytes, work requests completed,\n"
     "            failed and flushed, bytes moved\n"
+    "  qps       iWARP QPs of the iwarp_responder / iwarp_client services: state,\n"
+    "            negotiated MPA revision, CRC, Markers, IRD/ORD, RTR, FPDUs, bytes,\n"
+    "            CRC errors and the Terminates sent and received\n"
     "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
     "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
     "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
@@ -90,7 +94,7 @@ int main(int argc, char** argv) {
     } else if (a == "--socket" && i + 1 < argc) {
       socket_path = argv[++i];
     } else if ((a == "stats" || a == "ports" || a == "tcp" || a == "connections" ||
-                a == "services" || a == "app") &&
+                a == "services" || a == "app" || a == "qps") &&
                command.empty()) {
       command = a;
     } else {
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
   if (command == "ports") return finish(iwarp::tools::FormatPorts(body));
   if (command == "services") return finish(iwarp::tools::FormatServices(body));
   if (command == "app") return finish(iwarp::tools::FormatApp(body));
+  if (command == "qps") return finish(iwarp::tools::FormatQps(body));
   absl::StatusOr<std::string> text = iwarp::tools::FormatStats(body);
   if (command == "stats" && text.ok()) {
     // The TCP table follows the packet counters.

@@ -185,10 +185,53 @@ absl::StatusOr<std::string> FormatServices(const JsonValue& services) {
                     s->Text("accepted"), ", connected ", s->Text("connected"), ", closed ",
                     s->Text("closed"), " (abnormal ", s->Text("closed_abnormal"), "), bytes in ",
                     s->Text("bytes_in"), ", out ", s->Text("bytes_out"), "\n");
+    if (s->Find("established") != nullptr) {
+      absl::StrAppend(&out, "  iwarp: requests ", s->Text("connect_requests"), ", established ",
+                      s->Text("established"), ", setup failed ", s->Text("setup_failed"),
+                      ", sends echoed ", s->Text("sends_echoed"), ", read responses ",
+                      s->Text("read_responses_sent"), ", bytes placed ", s->Text("bytes_placed"),
+                      ", crc errors ", s->Text("crc_errors"), ", terminates sent ",
+                      s->Text("terminates_sent"), " received ", s->Text("terminates_received"),
+                      ", completion errors ", s->Text("completion_errors"), "\n");
+    }
+    if (s->Find("run") != nullptr) {
+      absl::StrAppend(&out, "  run ", s->Text("run"), ": ", s->Text("run_messages"),
+                      " messages, ", s->Text("run_bytes"), " bytes in ", s->Text("run_elapsed_us"),
+                      " us, ", s->Text("run_goodput_mbps"), " Mbit/s, ",
+                      s->Text("run_messages_per_s"), " msg/s, verify failures ",
+                      s->Text("verify_failures"), ", sha256 ", s->Text("run_sha256"), "\n");
+    }
     const JsonValue* t = services.Find(absl::StrCat("transfers_", i));
     if (t == nullptr || t->type != JsonValue::Type::kArray) continue;
     for (const JsonValue& line : t->array) absl::StrAppend(&out, "  transfer ", line.string, "\n");
   }
+  return out;
+}
+
+absl::StatusOr<std::string> FormatQps(const JsonValue& qps) {
+  if (qps.type != JsonValue::Type::kObject || qps.Find("total") == nullptr) {
+    return absl::InvalidArgumentError("reply is not an /iwarpd/qps object");
+  }
+  std::string out;
+  uint64_t shown = 0;
+  for (const JsonMember& m : qps.object) {
+    if (m.key.compare(0, 3, "qp_") != 0 || m.value.type != JsonValue::Type::kObject) continue;
+    const JsonValue& q = m.value;
+    ++shown;
+    absl::StrAppend(&out, q.Text("service"), " ", q.Text("local"), " -> ", q.Text("remote"), " ",
+                    q.Text("state"), "  mpa rev ", q.Text("mpa_revision"), " crc ", q.Text("crc"),
+                    " markers tx ", q.Text("tx_markers"), " rx ", q.Text("rx_markers"), " ird ",
+                    q.Text("ird"), " ord ", q.Text("ord"), " rtr ", q.Text("rtr"), "\n");
+    absl::StrAppend(&out, "  fpdus in ", q.Text("fpdus_in"), " out ", q.Text("fpdus_out"),
+                    "  bytes placed ", q.Text("bytes_placed"), " sent ", q.Text("bytes_sent"),
+                    "  read responses ", q.Text("read_responses_sent"), "  crc errors ",
+                    q.Text("crc_errors"), "  marker errors ", q.Text("marker_errors"), "\n");
+    if (q.Text("terminate_sent") != "-" || q.Text("terminate_received") != "-") {
+      absl::StrAppend(&out, "  terminate sent ", q.Text("terminate_sent"), ", received ",
+                      q.Text("terminate_received"), "\n");
+    }
+  }
+  absl::StrAppend(&out, shown, " of ", qps.Text("total"), " QPs\n");
   return out;
 }
 

@@ -28,7 +28,12 @@ absl::StatusOr<std::string> FormatConnections(const std::vector<JsonValue>& page
 
 // `services` is the value of "/iwarpd/services": {"names": [...], "svc_I":
 // {...}, "transfers_I": ["bytes sha256 status remote", ...]}.
+// iwarp_* services add their iWARP counters and the client's run result.
 absl::StatusOr<std::string> FormatServices(const JsonValue& services);
+
+// `qps` is the value of "/iwarpd/qps": {"total": N, "shown": S, "qp_I":
+// {...}}. One row per QP, then its Terminates when it has any.
+absl::StatusOr<std::string> FormatQps(const JsonValue& qps);
 
 }  // namespace iwarp::tools
 

@@ -119,6 +119,29 @@ TEST(IwarpctlFormat, ServicesWithTransfers) {
             "  transfer 20 def reset 198.18.0.2:2\n");
 }
 
+TEST(IwarpctlFormat, QpsWithTerminate) {
+  auto doc = ParseJson(
+      R"({"total": 2, "qp_0": {"lcore": 1, "service": "r", "state": "RTS",)"
+      R"( "local": "198.18.0.1:9999", "remote": "198.18.0.2:32768", "mpa_revision": 2, "crc": 1,)"
+      R"( "tx_markers": 0, "rx_markers": 1, "enhanced": 1, "ird": 32, "ord": 8, "rtr": "write",)"
+      R"( "fpdus_in": 10, "fpdus_out": 12, "bytes_placed": 4096, "bytes_sent": 100,)"
+      R"( "read_responses_sent": 1, "crc_errors": 1, "marker_errors": 0,)"
+      R"( "terminate_sent": "layer 2 etype 0 code 2", "terminate_received": "-"}, "shown": 1})");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  auto text = FormatQps(*doc);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text,
+            "r 198.18.0.1:9999 -> 198.18.0.2:32768 RTS  mpa rev 2 crc 1 markers tx 0 rx 1 ird 32 "
+            "ord 8 rtr write\n"
+            "  fpdus in 10 out 12  bytes placed 4096 sent 100  read responses 1  crc errors 1  "
+            "marker errors 0\n"
+            "  terminate sent layer 2 etype 0 code 2, received -\n"
+            "1 of 2 QPs\n");
+  auto bad = ParseJson(R"({"names": []})");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(FormatQps(*bad).ok());
+}
+
 TEST(IwarpctlFormat, App) {
   auto doc = ParseJson(
       R"({"state": "running", "sessions_active": 2, "sessions_opened": 5, "sessions_closed": 3,)"

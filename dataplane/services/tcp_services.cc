@@ -213,6 +213,9 @@ std::unique_ptr<TcpService> TcpService::Create(const config::ServiceConfig& cfg,
       return std::unique_ptr<TcpService>(new SinkService(cfg, stack, clock, max_connections));
     case config::ServiceType::kSource:
       return std::make_unique<SourceService>(cfg, stack, clock, max_connections, local_ip);
+    case config::ServiceType::kIwarpResponder:
+    case config::ServiceType::kIwarpClient:
+      return nullptr;  // IwarpService::Create (iwarp_services.h)
   }
   return nullptr;
 }

@@ -1,0 +1,771 @@
+#include "dataplane/services/iwarp_services.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace iwarp::dataplane {
+namespace {
+
+using engine::Completion;
+using engine::ConnectError;
+using engine::PostStatus;
+using engine::Qp;
+using engine::QpState;
+using engine::WcOpcode;
+using engine::WcStatus;
+using engine::WrOpcode;
+
+constexpr uint64_t kScratchBaseTo = 0x1000'0000;
+constexpr uint64_t kRecvBaseTo = 0x2000'0000;
+constexpr uint64_t kSrcBaseTo = 0x3000'0000;
+constexpr uint64_t kDstBaseTo = 0x4000'0000;
+constexpr size_t kCqBatch = 32;
+
+void AddQpStats(IwarpServiceCounters* to, const engine::QpStats& s) {
+  to->fpdus_in += s.fpdus_in;
+  to->fpdus_out += s.fpdus_out;
+  to->bytes_placed += s.bytes_placed;
+  to->bytes_sent += s.bytes_sent;
+  to->read_responses_sent += s.read_responses_sent;
+  to->crc_errors += s.crc_errors;
+  to->marker_errors += s.marker_errors;
+  to->terminates_sent += s.terminates_sent;
+  to->terminates_received += s.terminates_received;
+}
+
+bool Failed(const Completion& c) {
+  return c.status != WcStatus::kSuccess && c.status != WcStatus::kFlushed;
+}
+
+// ---------------------------------------------------------------- responder
+
+class Responder;
+
+class ResponderObserver final : public engine::QpObserver {
+ public:
+  explicit ResponderObserver(Responder* r) : r_(r) {}
+  engine::AcceptDecision OnConnectRequest(Qp& qp, const mpa::StartupFrame& request) override;
+  void OnEstablished(Qp& qp, ByteSpan peer_private_data) override;
+  void OnConnectFailed(Qp& qp, ConnectError e, ByteSpan peer_private_data) override;
+  void OnTerminate(Qp& qp, const rdmap::TerminateCode& code, bool sent) override;
+  void OnDisconnected(Qp& qp) override;
+
+ private:
+  Responder* r_;
+};
+
+class Responder final : public IwarpService {
+ public:
+  Responder(const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
+            const ServiceClock* clock, uint32_t max_connections)
+      : IwarpService(cfg, stack, clock, max_connections),
+        iw_(iw),
+        options_(IwarpQpOptions(iw, cfg)),
+        memory_(2 * iw.qps_per_service + 1),
+        observer_(this),
+        listener_(*stack, iw.qps_per_service),
+        buffers_(2 * iw.recv_buffers),
+        slots_(iw.qps_per_service),
+        live_qps_(iw.qps_per_service) {
+    for (Slot& s : slots_) s.free.resize(buffers_);
+  }
+
+  absl::Status Start() override {
+    const uint64_t recv_len = uint64_t{buffers_} * iw_.recv_buffer_bytes;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      Slot& s = slots_[i];
+      absl::StatusOr<uint32_t> scratch =
+          memory_.Register(iw_.scratch_bytes,
+                           ddp::kAccessRemoteRead | ddp::kAccessRemoteWrite |
+                               ddp::kAccessLocalWrite,
+                           kScratchBaseTo);
+      absl::StatusOr<uint32_t> recv = memory_.Register(recv_len, ddp::kAccessLocalWrite, kRecvBaseTo);
+      if (!scratch.ok()) return scratch.status();
+      if (!recv.ok()) return recv.status();
+      s.scratch_stag = *scratch;
+      s.recv_stag = *recv;
+      // The scratch region starts with the pattern, so a Read before any
+      // Write returns known bytes.
+      FillPattern(0, memory_.Bytes(s.scratch_stag));
+      ResponderPrivateData pd;
+      pd.stag = s.scratch_stag;
+      pd.to = kScratchBaseTo;
+      pd.length = iw_.scratch_bytes;
+      pd.recv_buffer_bytes = iw_.recv_buffer_bytes;
+      pd.recv_buffers = iw_.recv_buffers;
+      EncodeResponderPd(pd, MutableByteSpan(s.pd, sizeof(s.pd)));
+      if (absl::Status st = Arm(s); !st.ok()) return st;
+    }
+    return listener_.Listen(cfg_.port);
+  }
+
+  void Poll(uint64_t now_ms) override {
+    TcpService::Poll(now_ms);
+    const uint64_t now_us = clock_->now_us;
+    size_t live = 0;
+    for (Slot& s : slots_) {
+      if (s.qp == nullptr) {
+        // A replacement failed earlier: try again (control path, rare).
+        if (!Arm(s).ok()) continue;
+      }
+      s.qp->Poll(now_us);
+      DrainCompletions(s);
+      if (s.ended && !s.qp->conn().valid()) {
+        Finish(s);
+        continue;
+      }
+      live_qps_[live++] = s.qp.get();
+    }
+    Refresh(std::span<const Qp* const>(live_qps_.data(), live));
+  }
+
+  size_t ListQps(std::span<IwarpQpInfo> out) const override {
+    size_t n = 0;
+    for (const Slot& s : slots_) {
+      if (n == out.size()) break;
+      if (s.qp == nullptr || s.qp->state() == QpState::kIdle) continue;
+      FillInfo(*s.qp, *stack_, &out[n++]);
+    }
+    return n;
+  }
+  size_t max_qps() const override { return slots_.size(); }
+
+  // Observer entry points.
+  engine::AcceptDecision OnRequest(Qp& qp) {
+    ++finished_.connect_requests;
+    ++counters_.accepted;
+    Slot* s = Find(qp);
+    if (s == nullptr) return engine::AcceptDecision{false, {}};
+    s->attached = true;
+    tcp::TcpConnInfo info;
+    if (stack_->GetConnection(qp.conn(), &info)) {
+      s->tuple = info.tuple;
+      Open(qp.conn(), info.tuple);
+      s->opened = qp.conn();
+    }
+    return engine::AcceptDecision{true, ByteSpan(s->pd, sizeof(s->pd))};
+  }
+  void OnEstablished(Qp&) { ++finished_.established; }
+  void OnSetupFailed(Qp& qp) {
+    ++finished_.setup_failed;
+    if (Slot* s = Find(qp)) s->ended = true;
+  }
+  void OnDisconnected(Qp& qp) {
+    if (Slot* s = Find(qp)) s->ended = true;
+  }
+  void OnTerminate(const rdmap::TerminateCode& code, bool sent) { NoteTerminate(code, sent); }
+
+ private:
+  struct Slot {
+    std::unique_ptr<Qp> qp;
+    uint32_t scratch_stag = 0;
+    uint32_t recv_stag = 0;
+    uint8_t pd[kResponderPdSize] = {};
+    bool attached = false;  // a connection reached the QP
+    bool ended = false;     // its connection is gone
+    tcp::ConnId opened;     // the TcpService connection entry
+    tcp::FourTuple tuple;
+    uint64_t echoed_bytes = 0;
+    std::vector<uint32_t> free;  // spare receive buffers (capacity buffers_)
+    uint32_t free_count = 0;
+    uint32_t deficit = 0;        // receives to post as soon as a buffer frees
+  };
+
+  Slot* Find(const Qp& qp) {
+    for (Slot& s : slots_) {
+      if (s.qp.get() == &qp) return &s;
+    }
+    return nullptr;
+  }
+
+  // Control path: a fresh QP with every receive posted, handed to the listener.
+  absl::Status Arm(Slot& s) {
+    absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(options_, *stack_, memory_, observer_);
+    if (!qp.ok()) {
+      ++finished_.qp_recycle_failed;
+      return qp.status();
+    }
+    s.qp = std::move(*qp);
+    s.attached = false;
+    s.ended = false;
+    s.opened = tcp::ConnId{};
+    s.tuple = tcp::FourTuple{};
+    s.echoed_bytes = 0;
+    // recv_buffers posted, as many spare ones for echoes in flight.
+    for (uint32_t k = 0; k < iw_.recv_buffers; ++k) PostBuffer(s, k);
+    s.free_count = 0;
+    s.deficit = 0;
+    for (uint32_t k = iw_.recv_buffers; k < buffers_; ++k) s.free[s.free_count++] = k;
+    if (!listener_.AddQp(s.qp.get())) {
+      return absl::ResourceExhaustedError("iwarp responder: listener pool full");
+    }
+    return absl::OkStatus();
+  }
+
+  void PostBuffer(Slot& s, uint32_t k) {
+    engine::RecvWr wr;
+    wr.wr_id = k;
+    wr.local.stag = s.recv_stag;
+    wr.local.to = kRecvBaseTo + uint64_t{k} * iw_.recv_buffer_bytes;
+    wr.local.length = iw_.recv_buffer_bytes;
+    if (s.qp->PostRecv(wr) != PostStatus::kOk) ++finished_.echo_post_failed;
+  }
+
+  void DrainCompletions(Slot& s) {
+    Completion cqe[kCqBatch];
+    for (;;) {
+      const size_t n = s.qp->PollCompletions(std::span<Completion>(cqe));
+      // Echo completions first: they free the buffers the receives take
+      // the place of (the engine queues receive completions as data
+      // arrives, Send completions when Poll sees the acknowledgement).
+      for (size_t i = 0; i < n; ++i) {
+        if (cqe[i].opcode == WcOpcode::kSend) Handle(s, cqe[i]);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (cqe[i].opcode != WcOpcode::kSend) Handle(s, cqe[i]);
+      }
+      if (n < kCqBatch) return;
+    }
+  }
+
+  void Handle(Slot& s, const Completion& c) {
+    if (c.status != WcStatus::kSuccess) {
+      if (Failed(c)) ++finished_.completion_errors;
+      return;
+    }
+    const uint32_t k = static_cast<uint32_t>(c.wr_id);
+    if (k >= buffers_) return;
+    if (c.opcode == WcOpcode::kRecv) {
+      // Echo: the same bytes back as a Send from the buffer they landed in;
+      // a spare buffer takes its place in the receive queue at once (the
+      // peer may send again before our echo is acknowledged), and the
+      // buffer becomes a spare when the echo completed.
+      if (s.free_count > 0) {
+        PostBuffer(s, s.free[--s.free_count]);
+      } else {
+        ++finished_.recv_starved;  // posted when an echo completes
+        ++s.deficit;
+      }
+      engine::SendWr wr;
+      wr.wr_id = k;
+      wr.opcode = WrOpcode::kSend;
+      wr.local.stag = s.recv_stag;
+      wr.local.to = kRecvBaseTo + uint64_t{k} * iw_.recv_buffer_bytes;
+      wr.local.length = c.byte_len;
+      counters_.bytes_in += c.byte_len;
+      if (s.qp->PostSend(wr) != PostStatus::kOk) {
+        ++finished_.echo_post_failed;
+        Release(s, k);
+      }
+    } else if (c.opcode == WcOpcode::kSend) {
+      ++finished_.sends_echoed;
+      counters_.bytes_out += c.byte_len;
+      s.echoed_bytes += c.byte_len;
+      Release(s, k);
+    }
+  }
+
+  // Buffer k is free again: posted at once if the receive queue is short.
+  void Release(Slot& s, uint32_t k) {
+    if (s.deficit > 0) {
+      --s.deficit;
+      PostBuffer(s, k);
+    } else {
+      s.free[s.free_count++] = k;
+    }
+  }
+
+  // The slot's connection ended: record it, replace the QP.
+  void Finish(Slot& s) {
+    const Qp& qp = *s.qp;
+    AccountFinished(qp);
+    if (s.attached) {
+      TransferRecord& r = recent_[recent_next_];
+      r.tuple = s.tuple;
+      r.bytes = qp.stats().bytes_placed;
+      r.has_sha256 = false;
+      r.complete = qp.state() == QpState::kError && !qp.terminate_sent().has_value() &&
+                   !qp.terminate_received().has_value() &&
+                   qp.connect_error() == ConnectError::kNone;
+      r.reason = r.complete ? tcp::CloseReason::kNormal : tcp::CloseReason::kAborted;
+      recent_next_ = (recent_next_ + 1) % kRecent;
+      recent_count_ = std::min(recent_count_ + 1, kRecent);
+      ++counters_.closed;
+      if (!r.complete) ++counters_.closed_abnormal;
+      if (s.opened.valid() && s.opened.slot < conns_.size()) {
+        Conn& c = conns_[s.opened.slot];
+        if (c.active && c.generation == s.opened.generation) {
+          c.active = false;
+          --counters_.active;
+        }
+      }
+    }
+    s.qp.reset();
+    ++finished_.qps_recycled;
+    (void)Arm(s);  // on failure retried from Poll
+  }
+
+  const config::IwarpConfig iw_;
+  const engine::QpOptions options_;
+  DaemonMemory memory_;
+  ResponderObserver observer_;
+  engine::Listener listener_;
+  const uint32_t buffers_;  // receive buffers per QP: posted + spare
+  std::vector<Slot> slots_;
+  std::vector<const Qp*> live_qps_;
+};
+
+engine::AcceptDecision ResponderObserver::OnConnectRequest(Qp& qp, const mpa::StartupFrame&) {
+  return r_->OnRequest(qp);
+}
+void ResponderObserver::OnEstablished(Qp& qp, ByteSpan) { r_->OnEstablished(qp); }
+void ResponderObserver::OnConnectFailed(Qp& qp, ConnectError, ByteSpan) { r_->OnSetupFailed(qp); }
+void ResponderObserver::OnDisconnected(Qp& qp) { r_->OnDisconnected(qp); }
+void ResponderObserver::OnTerminate(Qp&, const rdmap::TerminateCode& code, bool sent) {
+  r_->OnTerminate(code, sent);
+}
+
+// ---------------------------------------------------------------- client
+
+class Client final : public IwarpService, private engine::QpObserver {
+ public:
+  Client(const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
+         const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip)
+      : IwarpService(cfg, stack, clock, max_connections),
+        options_(IwarpQpOptions(iw, cfg)),
+        local_ip_(local_ip),
+        memory_(4),
+        slots_(cfg.queue_depth) {}
+
+  absl::Status Start() override {
+    if (local_ip_ == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("service ", cfg_.name, ": no interface address to connect from"));
+    }
+    const uint64_t msg = cfg_.message_bytes;
+    absl::StatusOr<uint32_t> src =
+        memory_.Register(msg + kPatternPeriod, ddp::kAccessLocalWrite, kSrcBaseTo);
+    absl::StatusOr<uint32_t> dst =
+        memory_.Register(std::max<uint64_t>(1, msg * cfg_.queue_depth),
+                         ddp::kAccessLocalWrite | ddp::kAccessRemoteWrite, kDstBaseTo);
+    if (!src.ok()) return src.status();
+    if (!dst.ok()) return dst.status();
+    src_stag_ = *src;
+    dst_stag_ = *dst;
+    src_ = memory_.Bytes(src_stag_);
+    dst_ = memory_.Bytes(dst_stag_);
+    FillPattern(0, src_);
+    absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(options_, *stack_, memory_, *this);
+    if (!qp.ok()) return qp.status();
+    qp_ = std::move(*qp);
+    return absl::OkStatus();
+  }
+
+  void Poll(uint64_t now_ms) override {
+    TcpService::Poll(now_ms);
+    const uint64_t now_us = clock_->now_us;
+    if (!result_.started) {
+      if (first_poll_ms_ == UINT64_MAX) first_poll_ms_ = now_ms;
+      if (now_ms - first_poll_ms_ < cfg_.start_delay_ms) return;
+      result_.started = true;
+      if (!qp_->Connect(local_ip_, cfg_.remote, cfg_.remote_port, {}, now_us).ok()) {
+        ++counters_.connect_failed;
+        End(false);
+        return;
+      }
+      if (qp_->conn().valid()) {
+        FourTuple t;
+        t.local_addr = local_ip_;
+        t.remote_addr = cfg_.remote;
+        t.remote_port = cfg_.remote_port;
+        Open(qp_->conn(), t);
+        opened_ = qp_->conn();
+      }
+    }
+    qp_->Poll(now_us);
+    Completion cqe[kCqBatch];
+    for (;;) {
+      const size_t n = qp_->PollCompletions(std::span<Completion>(cqe));
+      for (size_t i = 0; i < n; ++i) Handle(cqe[i]);
+      if (n < kCqBatch) break;
+    }
+    if (running_) Advance(now_us);
+    if (disconnected_ && !result_.finished) End(false);
+    if (disconnected_ && opened_.valid()) Close();
+    const Qp* live[] = {qp_.get()};
+    Refresh(std::span<const Qp* const>(live, 1));
+  }
+
+  IwarpRunResult run_result() const override { return result_; }
+
+  size_t ListQps(std::span<IwarpQpInfo> out) const override {
+    if (out.empty() || qp_ == nullptr || qp_->state() == QpState::kIdle) return 0;
+    FillInfo(*qp_, *stack_, &out[0]);
+    return 1;
+  }
+  size_t max_qps() const override { return 1; }
+
+ private:
+  using FourTuple = tcp::FourTuple;
+  enum Kind : uint8_t { kSetupWrite = 1, kWrite, kRead, kSend, kRecv };
+  enum class Phase : uint8_t { kSetup, kRun };
+  struct Slot {
+    uint64_t message = 0;
+    uint64_t expect_offset = 0;  // pattern offset of the bytes expected back
+    uint64_t written_offset = 0; // pattern offset last written into the scratch slot
+    uint8_t pending = 0;
+    config::IwarpOp op = config::IwarpOp::kWrite;
+    bool compare = false;        // bytes come back into the dst slot
+  };
+
+  // QpObserver.
+  void OnEstablished(Qp& qp, ByteSpan pd) override {
+    ++finished_.established;
+    tcp::TcpConnInfo info;
+    if (opened_.valid() && stack_->GetConnection(qp.conn(), &info) &&
+        opened_.slot < conns_.size()) {
+      conns_[opened_.slot].tuple = info.tuple;
+    }
+    ++counters_.connected;
+    ResponderPrivateData r;
+    const uint64_t msg = cfg_.message_bytes;
+    const bool needs_recv = cfg_.op == config::IwarpOp::kSend || cfg_.op == config::IwarpOp::kMixed;
+    if (!DecodeResponderPd(pd, &r) || r.length < msg * cfg_.queue_depth ||
+        (needs_recv && r.recv_buffer_bytes < msg)) {
+      ++finished_.bad_private_data;
+      End(false);
+      return;
+    }
+    remote_ = r;
+    running_ = true;
+    phase_ = cfg_.op == config::IwarpOp::kRead || cfg_.op == config::IwarpOp::kMixed
+                 ? Phase::kSetup
+                 : Phase::kRun;
+    start_us_ = clock_->now_us;
+    sha_.Reset();
+  }
+  void OnConnectFailed(Qp& qp, ConnectError e, ByteSpan) override {
+    ++finished_.setup_failed;
+    result_.connect_error = e;
+    (void)qp;
+  }
+  void OnDisconnected(Qp&) override { disconnected_ = true; }
+  void OnTerminate(Qp&, const rdmap::TerminateCode& code, bool sent) override {
+    NoteTerminate(code, sent);
+  }
+
+  uint64_t SlotTo(uint32_t s) const { return uint64_t{s} * cfg_.message_bytes; }
+
+  bool Post(const engine::SendWr& wr) {
+    if (qp_->PostSend(wr) == PostStatus::kOk) return true;
+    ++finished_.completion_errors;
+    End(false);
+    return false;
+  }
+
+  engine::SendWr Wr(Kind kind, uint32_t s, WrOpcode op, uint32_t stag, uint64_t to) const {
+    engine::SendWr wr;
+    wr.wr_id = (uint64_t{s} << 8) | kind;
+    wr.opcode = op;
+    wr.local.stag = stag;
+    wr.local.to = to;
+    wr.local.length = cfg_.message_bytes;
+    wr.remote_stag = remote_.stag;
+    wr.remote_to = remote_.to + SlotTo(s);
+    return wr;
+  }
+  uint64_t SrcTo(uint64_t pattern_offset) const { return kSrcBaseTo + pattern_offset % kPatternPeriod; }
+
+  void Advance(uint64_t now_us) {
+    const uint32_t qd = cfg_.queue_depth;
+    const uint64_t msg = cfg_.message_bytes;
+    if (phase_ == Phase::kSetup) {
+      if (!setup_posted_) {
+        setup_posted_ = true;
+        for (uint32_t s = 0; s < qd; ++s) {
+          slots_[s].written_offset = SlotTo(s);
+          slots_[s].pending = 1;
+          if (!Post(Wr(kSetupWrite, s, WrOpcode::kRdmaWrite, src_stag_, SrcTo(SlotTo(s))))) return;
+        }
+      }
+      for (uint32_t s = 0; s < qd; ++s) {
+        if (slots_[s].pending != 0) return;
+      }
+      phase_ = Phase::kRun;
+      start_us_ = now_us;  // the setup writes are not part of the run
+    }
+    // Retire in message order.
+    while (retired_ < posted_) {
+      Slot& sl = slots_[retired_ % qd];
+      if (sl.pending != 0) break;
+      const uint32_t s = static_cast<uint32_t>(retired_ % qd);
+      if (sl.op == config::IwarpOp::kSend) --sends_in_flight_;
+      if (sl.compare) {
+        const ByteSpan got(dst_.data() + SlotTo(s), msg);
+        const ByteSpan want(src_.data() + sl.expect_offset % kPatternPeriod, msg);
+        if (std::memcmp(got.data(), want.data(), msg) != 0) ++finished_.verify_failures;
+        sha_.Update(got);
+      } else {
+        sha_.Update(ByteSpan(src_.data() + sl.expect_offset % kPatternPeriod, msg));
+      }
+      ++finished_.messages_done;
+      ++result_.messages;
+      result_.bytes += msg;
+      ++retired_;
+    }
+    if (result_.finished) return;
+    if (retired_ == cfg_.count) {
+      result_.elapsed_us = now_us - start_us_;
+      End(finished_.verify_failures == 0);
+      return;
+    }
+    // Post while a slot is free (and, for a Send, while the responder has
+    // a receive posted for it: at most its recv_buffers Sends unanswered).
+    while (posted_ < cfg_.count && posted_ - retired_ < qd) {
+      const uint64_t i = posted_;
+      const uint32_t s = static_cast<uint32_t>(i % qd);
+      config::IwarpOp op = cfg_.op;
+      if (op == config::IwarpOp::kMixed) {
+        constexpr config::IwarpOp kCycle[] = {config::IwarpOp::kWrite, config::IwarpOp::kRead,
+                                              config::IwarpOp::kSend};
+        op = kCycle[i % 3];
+      }
+      if (op == config::IwarpOp::kSend && sends_in_flight_ >= remote_.recv_buffers) break;
+      Slot& sl = slots_[s];
+      sl.message = i;
+      sl.op = op;
+      const uint64_t offset = i * msg;
+      ++posted_;
+      switch (sl.op) {
+        case config::IwarpOp::kWrite:
+          sl.written_offset = offset;
+          sl.expect_offset = offset;
+          sl.compare = cfg_.verify;
+          sl.pending = cfg_.verify ? 2 : 1;
+          if (!Post(Wr(kWrite, s, WrOpcode::kRdmaWrite, src_stag_, SrcTo(offset)))) return;
+          if (cfg_.verify &&
+              !Post(Wr(kRead, s, WrOpcode::kRdmaRead, dst_stag_, kDstBaseTo + SlotTo(s)))) {
+            return;
+          }
+          break;
+        case config::IwarpOp::kRead:
+          sl.expect_offset = sl.written_offset;
+          sl.compare = true;
+          sl.pending = 1;
+          if (!Post(Wr(kRead, s, WrOpcode::kRdmaRead, dst_stag_, kDstBaseTo + SlotTo(s)))) return;
+          break;
+        case config::IwarpOp::kSend:
+        case config::IwarpOp::kMixed: {
+          ++sends_in_flight_;
+          sl.expect_offset = offset;
+          sl.compare = true;
+          sl.pending = 2;
+          engine::RecvWr r;
+          r.wr_id = (uint64_t{s} << 8) | kRecv;
+          r.local.stag = dst_stag_;
+          r.local.to = kDstBaseTo + SlotTo(s);
+          r.local.length = cfg_.message_bytes;
+          if (qp_->PostRecv(r) != PostStatus::kOk) {
+            ++finished_.completion_errors;
+            End(false);
+            return;
+          }
+          if (!Post(Wr(kSend, s, WrOpcode::kSend, src_stag_, SrcTo(offset)))) return;
+          break;
+        }
+      }
+    }
+  }
+
+  void Handle(const Completion& c) {
+    if (c.status != WcStatus::kSuccess) {
+      if (Failed(c)) ++finished_.completion_errors;
+      if (!result_.finished && running_) End(false);
+      return;
+    }
+    const uint32_t s = static_cast<uint32_t>(c.wr_id >> 8);
+    const uint8_t kind = static_cast<uint8_t>(c.wr_id & 0xFF);
+    if (s >= slots_.size() || slots_[s].pending == 0) return;
+    if (kind == kRecv && c.byte_len != cfg_.message_bytes) ++finished_.verify_failures;
+    if (kind == kRecv || kind == kRead) counters_.bytes_in += c.byte_len;
+    if (kind == kWrite || kind == kSend) counters_.bytes_out += c.byte_len;
+    --slots_[s].pending;
+  }
+
+  // The run is over (ok or not): record it and close the QP gracefully.
+  void End(bool ok) {
+    if (result_.finished) return;
+    result_.finished = true;
+    result_.ok = ok && retired_ == cfg_.count;
+    running_ = false;
+    Sha256 copy = sha_;
+    result_.sha256 = copy.Finish();
+    TransferRecord& r = recent_[recent_next_];
+    r.tuple = opened_.valid() && opened_.slot < conns_.size() ? conns_[opened_.slot].tuple
+                                                              : FourTuple{};
+    r.bytes = result_.bytes;
+    r.sha256 = result_.sha256;
+    r.has_sha256 = true;
+    r.complete = result_.ok;
+    r.reason = result_.ok ? tcp::CloseReason::kNormal : tcp::CloseReason::kAborted;
+    recent_next_ = (recent_next_ + 1) % kRecent;
+    recent_count_ = std::min(recent_count_ + 1, kRecent);
+    if (qp_ != nullptr && qp_->state() != QpState::kIdle) qp_->Close(clock_->now_us);
+  }
+
+  // The TcpService connection entry of the finished QP.
+  void Close() {
+    if (opened_.slot < conns_.size()) {
+      Conn& c = conns_[opened_.slot];
+      if (c.active && c.generation == opened_.generation) {
+        c.active = false;
+        --counters_.active;
+        ++counters_.closed;
+        if (!result_.ok) ++counters_.closed_abnormal;
+      }
+    }
+    opened_ = tcp::ConnId{};
+  }
+
+  const engine::QpOptions options_;
+  const uint32_t local_ip_;
+  DaemonMemory memory_;
+  std::unique_ptr<Qp> qp_;
+  uint32_t src_stag_ = 0;
+  uint32_t dst_stag_ = 0;
+  MutableByteSpan src_;
+  MutableByteSpan dst_;
+  ResponderPrivateData remote_;
+  std::vector<Slot> slots_;
+  Phase phase_ = Phase::kRun;
+  bool running_ = false;
+  bool setup_posted_ = false;
+  bool disconnected_ = false;
+  uint64_t posted_ = 0;
+  uint64_t retired_ = 0;
+  uint32_t sends_in_flight_ = 0;
+  uint64_t start_us_ = 0;
+  uint64_t first_poll_ms_ = UINT64_MAX;
+  tcp::ConnId opened_;
+  Sha256 sha_;
+  IwarpRunResult result_;
+};
+
+}  // namespace
+
+bool EncodeResponderPd(const ResponderPrivateData& pd, MutableByteSpan out) {
+  ByteWriter w(out);
+  w.U32(kResponderPdMagic);
+  w.U8(kResponderPdVersion);
+  w.U8(0);
+  w.U16(0);
+  w.U32(pd.stag);
+  w.U32(0);
+  w.U64(pd.to);
+  w.U64(pd.length);
+  w.U32(pd.recv_buffer_bytes);
+  w.U32(pd.recv_buffers);
+  return w.ok();
+}
+
+bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out) {
+  ByteReader r(in);
+  const uint32_t magic = r.U32();
+  const uint8_t version = r.U8();
+  r.Skip(3);
+  ResponderPrivateData pd;
+  pd.stag = r.U32();
+  r.Skip(4);
+  pd.to = r.U64();
+  pd.length = r.U64();
+  pd.recv_buffer_bytes = r.U32();
+  pd.recv_buffers = r.U32();
+  if (!r.ok() || magic != kResponderPdMagic || version != kResponderPdVersion) return false;
+  *out = pd;
+  return true;
+}
+
+MutableByteSpan DaemonMemory::Resolve(uint64_t handle) {
+  if (handle >= regions_.size()) return MutableByteSpan();
+  return MutableByteSpan(regions_[handle].get(), lengths_[handle]);
+}
+
+absl::StatusOr<uint32_t> DaemonMemory::Register(uint64_t length, uint8_t access, uint64_t base_to) {
+  ddp::TaggedRegion r;
+  r.base_to = base_to;
+  r.length = length;
+  r.access = access;
+  r.pd = 0;
+  r.valid = true;
+  r.handle = regions_.size();
+  absl::StatusOr<uint32_t> stag = table_.Register(r, /*remote_invalidate=*/false);
+  if (!stag.ok()) return stag.status();
+  // Not value-initialised: large regions stay untouched pages until used.
+  regions_.push_back(std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(1, length)));
+  lengths_.push_back(length);
+  return *stag;
+}
+
+MutableByteSpan DaemonMemory::Bytes(uint32_t stag) {
+  const ddp::TaggedRegion* r = table_.Find(stag);
+  return r == nullptr ? MutableByteSpan() : Resolve(r->handle);
+}
+
+engine::QpOptions IwarpQpOptions(const config::IwarpConfig& iw, const config::ServiceConfig& svc) {
+  engine::QpOptions o;
+  o.mpa.revision = iw.revision;
+  o.mpa.enhanced = iw.enhanced;
+  o.mpa.crc = svc.crc;
+  o.mpa.want_markers = svc.markers;
+  o.mpa.ird = iw.ird;
+  o.mpa.ord = iw.ord;
+  o.mpa.rtr_types = iw.rtr_types;
+  o.mpa.max_private_data = iw.max_private_data;
+  o.mpa.request_timeout_us = uint64_t{iw.request_timeout_ms} * 1000;
+  o.mpa.reply_timeout_us = uint64_t{iw.reply_timeout_ms} * 1000;
+  o.mpa.rtr_timeout_us = uint64_t{iw.rtr_timeout_ms} * 1000;
+  o.sq_depth = iw.sq_depth;
+  o.rq_depth = iw.rq_depth;
+  o.cq_depth = iw.cq_depth;
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<IwarpService>> IwarpService::Create(
+    const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
+    const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip) {
+  switch (cfg.type) {
+    case config::ServiceType::kIwarpResponder:
+      return std::unique_ptr<IwarpService>(new Responder(cfg, iw, stack, clock, max_connections));
+    case config::ServiceType::kIwarpClient:
+      return std::unique_ptr<IwarpService>(
+          new Client(cfg, iw, stack, clock, max_connections, local_ip));
+    default:
+      return absl::InvalidArgumentError("not an iWARP service type");
+  }
+}
+
+void IwarpService::AccountFinished(const engine::Qp& qp) { AddQpStats(&finished_, qp.stats()); }
+
+void IwarpService::Refresh(std::span<const engine::Qp* const> live) {
+  live_ = finished_;
+  for (const engine::Qp* qp : live) {
+    if (qp != nullptr) AddQpStats(&live_, qp->stats());
+  }
+}
+
+void IwarpService::FillInfo(const engine::Qp& qp, const tcp::TcpStack& stack, IwarpQpInfo* out) {
+  out->state = qp.state();
+  out->negotiated = qp.negotiated();
+  out->stats = qp.stats();
+  tcp::TcpConnInfo info;
+  out->tuple = qp.conn().valid() && stack.GetConnection(qp.conn(), &info) ? info.tuple
+                                                                          : tcp::FourTuple{};
+  out->has_term_sent = qp.terminate_sent().has_value();
+  out->has_term_received = qp.terminate_received().has_value();
+  out->term_sent = qp.terminate_sent().value_or(rdmap::TerminateCode{});
+  out->term_received = qp.terminate_received().value_or(rdmap::TerminateCode{});
+}
+
+}  // namespace iwarp::dataplane

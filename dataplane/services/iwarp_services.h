@@ -1,0 +1,224 @@
+// iWARP services on a worker's TcpStack (config `services:` types
+// iwarp_responder and iwarp_client, parameters in `iwarp:`): engine::Qp
+// objects hosted on the worker lcore, so two daemons move RDMA Send / Write /
+// Read traffic without an application.
+//
+// iwarp_responder (rping-style): listens on `port`; each accepted connection
+// takes an idle QP from a pool of iwarp.qps_per_service QPs created at
+// start-up. The QP negotiates MPA (RFC 5044 / RFC 6581; C and M as the
+// service's crc / markers and the peer's request), advertises its scratch
+// region in the MPA Reply private data (layout below), keeps
+// iwarp.recv_buffers receives of iwarp.recv_buffer_bytes posted and answers
+// every Send it receives with a Send of the same bytes. The peer may RDMA
+// Write into and RDMA Read from the scratch region (RFC 5040 4.3); the engine
+// serves Read Requests itself within IRD.
+//
+// Responder private data (MPA Reply, RFC 5044 7.1.1), 40 bytes, big-endian:
+//
+//   offset size field
+//        0    4 magic               0x49575250 ("IWRP")
+//        4    1 version             1
+//        5    1 flags               0 (reserved)
+//        6    2 reserved            0
+//        8    4 scratch STag        remote read + remote write
+//       12    4 reserved            0
+//       16    8 scratch TO          tagged offset of the region's first byte
+//       24    8 scratch length      bytes (iwarp.scratch_bytes)
+//       32    4 recv buffer bytes   largest Send the responder echoes
+//       36    4 recv buffers        Sends it holds posted at once
+//
+// A QP holds 2 x recv_buffers receive buffers: recv_buffers posted, the
+// others spare, taking a completed buffer's place while its echo is in flight.
+// A client keeps at most recv_buffers Sends unanswered.
+//
+// Each pool QP has its own scratch region and receive buffers, registered once
+// at start-up in the service's FixedStagTable (so an STag stays the same for
+// every connection that QP serves; the peer may not invalidate it).
+//
+// iwarp_client: on worker 0 only, like the TCP source. After start_delay_ms
+// it connects to remote:remote_port, reads the private data above and runs
+// `count` messages of `message_bytes` with `queue_depth` outstanding:
+//   write: RDMA Write of the pattern into the scratch region, then (verify)
+//          an RDMA Read of the same bytes back, compared with the pattern.
+//   read:  the scratch slots are first written with a known pattern
+//          (not counted), then each message is an RDMA Read compared with it.
+//   send:  a Send; the responder's echo lands in a posted receive and is
+//          compared with what was sent.
+//   mixed: message i is write, read, send for i mod 3.
+// Message i of slot s (s = i mod queue_depth) uses scratch bytes
+// [s * message_bytes, (s + 1) * message_bytes). Its data is the pattern of
+// dataplane/services/tcp_services.h (byte = offset mod 251) starting at
+// offset i * message_bytes (read: at the offset last written into the slot).
+// The SHA-256 of a run covers the bytes that came back (read data and
+// echoes, in message order); without verify, a write run hashes what it sent.
+//
+// Threading and allocation: everything belongs to the worker lcore that owns
+// the stack. All QPs, regions and tables are allocated by Create/Start. The
+// one exception is QP reuse: engine::Qp has no reset, so a responder QP whose
+// connection ended is replaced by a new one (control-path allocation at
+// connection teardown, counted as qps_recycled), outside stack callbacks.
+#ifndef IWARPD_DATAPLANE_SERVICES_IWARP_SERVICES_H_
+#define IWARPD_DATAPLANE_SERVICES_IWARP_SERVICES_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "config/config.h"
+#include "dataplane/services/tcp_services.h"
+#include "ddp/rdmap.h"
+#include "ddp/stag_table.h"
+#include "iwarp/qp.h"
+
+namespace iwarp::dataplane {
+
+// The responder's MPA private data (layout in the header comment).
+inline constexpr uint32_t kResponderPdMagic = 0x49575250;  // "IWRP"
+inline constexpr uint8_t kResponderPdVersion = 1;
+inline constexpr size_t kResponderPdSize = 40;
+
+struct ResponderPrivateData {
+  uint32_t stag = 0;
+  uint64_t to = 0;
+  uint64_t length = 0;
+  uint32_t recv_buffer_bytes = 0;
+  uint32_t recv_buffers = 0;
+};
+// Writes the 40-byte layout; false if `out` is too short.
+bool EncodeResponderPd(const ResponderPrivateData& pd, MutableByteSpan out);
+// Parses it; false for a short buffer, a wrong magic or version.
+bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out);
+
+// X(field) counters of an iWARP service (summed over its QPs; finished QPs
+// included).
+#define IWARP_SERVICE_COUNTERS(X)                                              \
+  X(connect_requests)    /* MPA Requests received (responder) */               \
+  X(established)         /* QPs that reached Full Operation */                 \
+  X(setup_failed)        /* MPA setup failed: timeout, reject, bad frame */    \
+  X(qps_recycled)        /* finished responder QPs replaced by a fresh one */  \
+  X(qp_recycle_failed)   /* replacement could not be created */                \
+  X(sends_echoed)        /* responder: Sends answered with their bytes */      \
+  X(echo_post_failed)    /* responder: echo Send or re-posted receive refused */ \
+  X(recv_starved)        /* responder: no spare receive buffer to post */      \
+  X(completion_errors)   /* work completions with a status other than success */ \
+  X(messages_done)       /* client: messages completed (and verified) */      \
+  X(verify_failures)     /* client: data that came back differed */            \
+  X(bad_private_data)    /* client: the Reply's private data was unusable */   \
+  X(fpdus_in)                                                                  \
+  X(fpdus_out)                                                                 \
+  X(bytes_placed)                                                              \
+  X(bytes_sent)                                                                \
+  X(read_responses_sent)                                                       \
+  X(crc_errors)                                                                \
+  X(marker_errors)                                                             \
+  X(terminates_sent)                                                           \
+  X(terminates_received)
+
+struct IwarpServiceCounters {
+#define IWARP_SVC_FIELD(f) uint64_t f = 0;
+  IWARP_SERVICE_COUNTERS(IWARP_SVC_FIELD)
+#undef IWARP_SVC_FIELD
+};
+
+// A client run's result (valid once `finished`).
+struct IwarpRunResult {
+  bool started = false;
+  bool finished = false;
+  bool ok = false;                 // every message completed and verified
+  uint64_t messages = 0;
+  uint64_t bytes = 0;              // payload bytes of the completed messages
+  uint64_t elapsed_us = 0;         // Full Operation to the last message
+  Sha256::Digest sha256{};
+  engine::ConnectError connect_error = engine::ConnectError::kNone;
+};
+
+// One live QP as telemetry shows it.
+struct IwarpQpInfo {
+  int16_t service = -1;  // index into config services (set by the worker)
+  engine::QpState state = engine::QpState::kIdle;
+  tcp::FourTuple tuple;
+  engine::Negotiated negotiated;
+  engine::QpStats stats;
+  bool has_term_sent = false;
+  bool has_term_received = false;
+  rdmap::TerminateCode term_sent;
+  rdmap::TerminateCode term_received;
+};
+
+// Daemon-owned memory behind a MemoryDomain: regions allocated at start-up
+// and a FixedStagTable. Region handles are indices into the region list.
+class DaemonMemory final : public engine::MemoryDomain {
+ public:
+  explicit DaemonMemory(uint32_t stag_capacity) : table_(stag_capacity) {}
+
+  const ddp::StagTable& stags() const override { return table_; }
+  MutableByteSpan Resolve(uint64_t handle) override;
+  ddp::StagStatus InvalidateRemote(uint32_t stag, uint32_t pd) override {
+    return table_.Invalidate(stag, pd, true);
+  }
+
+  // Control path: allocates `length` zeroed bytes at TO `base_to` and
+  // registers them with `access` (remote invalidation refused).
+  absl::StatusOr<uint32_t> Register(uint64_t length, uint8_t access, uint64_t base_to);
+  // The bytes registered under `stag` (empty if unknown).
+  MutableByteSpan Bytes(uint32_t stag);
+
+ private:
+  ddp::FixedStagTable table_;
+  std::vector<std::unique_ptr<uint8_t[]>> regions_;
+  std::vector<uint64_t> lengths_;
+};
+
+// Engine options from the config (the service's crc / markers).
+engine::QpOptions IwarpQpOptions(const config::IwarpConfig& iw, const config::ServiceConfig& svc);
+
+// Base of both services: a TcpService (so /iwarpd/services and the
+// connection table show it) whose TCP user is the engine.
+class IwarpService : public TcpService {
+ public:
+  // Control path: an iwarp_responder or iwarp_client service.
+  static absl::StatusOr<std::unique_ptr<IwarpService>> Create(
+      const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
+      const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip);
+
+  const IwarpServiceCounters& iwarp_counters() const { return live_; }
+  // The last Terminate any of the service's QPs sent / received.
+  const std::optional<rdmap::TerminateCode>& last_terminate_sent() const { return term_sent_; }
+  const std::optional<rdmap::TerminateCode>& last_terminate_received() const {
+    return term_received_;
+  }
+  // Client only (responder: default).
+  virtual IwarpRunResult run_result() const { return {}; }
+  // Fills `out` with the service's QPs that have a connection (or had one
+  // and still hold its state); returns how many.
+  virtual size_t ListQps(std::span<IwarpQpInfo> out) const = 0;
+  // QPs the service owns at most (for telemetry buffers).
+  virtual size_t max_qps() const = 0;
+
+  // TcpUser: the engine is the user of every connection; nothing arrives here.
+  size_t OnData(tcp::ConnId, uint64_t, ByteSpan data) override { return data.size(); }
+
+ protected:
+  using TcpService::TcpService;
+  bool Complete(const Conn&, tcp::CloseReason) const override { return false; }
+  // Adds a finished QP's engine counters to `finished_`.
+  void AccountFinished(const engine::Qp& qp);
+  // live_ = finished_ + the engine counters of `live` QPs.
+  void Refresh(std::span<const engine::Qp* const> live);
+  static void FillInfo(const engine::Qp& qp, const tcp::TcpStack& stack, IwarpQpInfo* out);
+
+  void NoteTerminate(const rdmap::TerminateCode& code, bool sent) {
+    (sent ? term_sent_ : term_received_) = code;
+  }
+
+  std::optional<rdmap::TerminateCode> term_sent_;
+  std::optional<rdmap::TerminateCode> term_received_;
+  IwarpServiceCounters finished_;  // service counters and finished QPs' engine counters
+  IwarpServiceCounters live_;      // what telemetry reads
+};
+
+}  // namespace iwarp::dataplane
+
+#endif  // IWARPD_DATAPLANE_SERVICES_IWARP_SERVICES_H_

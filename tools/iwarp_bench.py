@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""iWARP benchmark: two iwarpd daemons (iwarp_client -> iwarp_responder over
+net_memif) against the kernel TCP stack over a veth pair moving the same
+bytes, in one run.
+
+  write_bw 4 KiB / 64 KiB   RDMA Writes, queue depth 16, no read-back; goodput
+                            is payload bits over the time from Full Operation
+                            to the last Write's completion (acknowledged).
+                            Kernel: one TCP connection, the same bytes in
+                            writes of the same size, until the receiver has
+                            read them all.
+  send 64 B                 Sends the responder echoes, 16 outstanding;
+                            messages per second. Kernel: 64-byte messages
+                            echoed by the server, 16 outstanding.
+
+The kernel side is driven by Python sockets (one system call per message),
+iwarpd's by its own services; the daemons busy-poll one core each (A's
+worker on lcore 1, B's on lcore 0), so the machine must be otherwise idle for
+figures worth comparing. Compare ratios, not absolute numbers.
+
+  iwarp_bench.py --iwarpd PATH --iwarpctl PATH [--count-4k N] [--count-64k N]
+                 [--count-send N]
+
+Needs root and hugepages (memif); prints the reason and exits 77 otherwise.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import iwarp_dataplane as iw  # noqa: E402
+
+NS_A = "iwbi_a%d" % os.getpid()
+NS_B = "iwbi_b%d" % os.getpid()
+VETH_A_IP = "198.19.1.1"
+VETH_B_IP = "198.19.1.2"
+DEPTH = 16
+
+# argv: port -> bulk sink (reads until the client half-closes, answers one
+# byte) on port, 64-byte echo on port + 1.
+SERVER = r'''
+import socket, sys, threading
+port = int(sys.argv[1])
+def bulk():
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("0.0.0.0", port)); l.listen(4)
+    while True:
+        c, _ = l.accept()
+        while c.recv(1 << 20):
+            pass
+        c.sendall(b"x"); c.close()
+def echo():
+    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind(("0.0.0.0", port + 1)); l.listen(4)
+    while True:
+        c, _ = l.accept()
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = b""
+        while True:
+            d = c.recv(65536)
+            if not d: break
+            buf += d
+            n = len(buf) // 64 * 64
+            if n:
+                c.sendall(buf[:n]); buf = buf[n:]
+        c.close()
+threading.Thread(target=bulk, daemon=True).start()
+threading.Thread(target=echo, daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()
+'''
+
+# argv: host port size count -> writes count messages of size bytes.
+CLIENT_BULK = r'''
+import json, socket, sys, time
+host, port, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+buf = bytes(size)
+s = socket.create_connection((host, port), timeout=60)
+t0 = time.perf_counter()
+for _ in range(count):
+    s.sendall(buf)
+s.shutdown(socket.SHUT_WR)
+s.recv(1)
+print(json.dumps({"secs": time.perf_counter() - t0}))
+'''
+
+# argv: host port count depth -> 64-byte messages echoed, depth outstanding.
+CLIENT_ECHO = r'''
+import json, socket, sys, time
+host, port, count, depth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+s = socket.create_connection((host, port), timeout=60)
+s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+msg = bytes(64)
+t0 = time.perf_counter()
+sent = got = 0
+pending = b""
+while got < count:
+    while sent < count and sent - got < depth:
+        s.sendall(msg); sent += 1
+    d = s.recv(65536)
+    if not d: raise SystemExit("closed")
+    got += (len(pending) + len(d)) // 64
+    pending = (pending + d)[(len(pending) + len(d)) // 64 * 64:]
+print(json.dumps({"secs": time.perf_counter() - t0}))
+'''
+
+
+def sh(*cmd, check=True):
+    return subprocess.run(list(cmd), capture_output=True, text=True, check=check)
+
+
+def ns_py(ns, code, *argv, timeout=600):
+    r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", code] + [str(a) for a in argv],
+                       capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError("client failed: %s %s" % (r.stdout, r.stderr))
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def kernel_baseline(a):
+    server = None
+    try:
+        sh("ip", "netns", "add", NS_A)
+        sh("ip", "netns", "add", NS_B)
+        sh("ip", "link", "add", "iwbi_va", "netns", NS_A, "type", "veth", "peer", "name",
+           "iwbi_vb", "netns", NS_B)
+        for ns, dev, ip in ((NS_A, "iwbi_va", VETH_A_IP), (NS_B, "iwbi_vb", VETH_B_IP)):
+            sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", dev)
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        server = subprocess.Popen(["ip", "netns", "exec", NS_B, "python3", "-c", SERVER, "7019"],
+                                  stdout=subprocess.PIPE, text=True)
+        if "ready" not in server.stdout.readline():
+            raise RuntimeError("kernel server did not start")
+        out = {}
+        out["w4k"] = ns_py(NS_A, CLIENT_BULK, VETH_B_IP, 7019, 4096, a.count_4k)["secs"]
+        out["w64k"] = ns_py(NS_A, CLIENT_BULK, VETH_B_IP, 7019, 65536, a.count_64k)["secs"]
+        out["s64"] = ns_py(NS_A, CLIENT_ECHO, VETH_B_IP, 7020, a.count_send, DEPTH)["secs"]
+        return out
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        sh("ip", "netns", "del", NS_A, check=False)
+        sh("ip", "netns", "del", NS_B, check=False)
+
+
+def iwarpd_run(args, name, op, msg, count):
+    """One client run against a fresh responder; returns its service entry."""
+    d = tempfile.mkdtemp(prefix="iwarpd_bench_")
+    sock = os.path.join(d, "memif.sock")
+    a = iw.MemifDaemon(args, "ba", iw.A_IP, "server", sock, iw.responder_services(),
+                       "  qps_per_service: 1\n  scratch_bytes: %d\n  recv_buffers: %d\n"
+                       "  recv_buffer_bytes: 65536\n" % (DEPTH * 65536, DEPTH),
+                       main_lcore=0, worker_lcore=1, idle_sleep_us=0)
+    svc = iw.client(name, op, msg, count, DEPTH, verify=False).replace(
+        "start_delay_ms: 300", "start_delay_ms: 500")
+    b = iw.MemifDaemon(args, "bb", iw.B_IP, "client", sock, svc, main_lcore=1, worker_lcore=0,
+                       idle_sleep_us=0)
+    try:
+        a.start()
+        b.start()
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            s = b.services_by_name()[name]
+            if s.get("run") in ("ok", "failed"):
+                if s["run"] != "ok":
+                    raise RuntimeError("%s run failed: %s" % (name, json.dumps(s)))
+                return s
+            time.sleep(0.2)
+        raise RuntimeError("%s run did not finish" % name)
+    finally:
+        b.cleanup()
+        a.cleanup()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iwarpd", required=True)
+    ap.add_argument("--iwarpctl", required=True)
+    ap.add_argument("--count-4k", type=int, default=50000)
+    ap.add_argument("--count-64k", type=int, default=8000)
+    ap.add_argument("--count-send", type=int, default=100000)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: needs root (network namespaces, veth devices)")
+        return 77
+    if iw.free_hugepage_mib() < 2 * iw.MEMORY_MB:
+        print("SKIP: net_memif needs %d MiB of free hugepages" % (2 * iw.MEMORY_MB))
+        return 77
+    runs = {"w4k": ("write", 4096, args.count_4k), "w64k": ("write", 65536, args.count_64k),
+            "s64": ("send", 64, args.count_send)}
+    ours = {k: iwarpd_run(args, k, *v) for k, v in runs.items()}
+    kern = kernel_baseline(args)
+    print("%-36s %16s %16s %8s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio"))
+    for key, label in (("w4k", "write_bw 4 KiB, depth 16 (Mbit/s)"),
+                       ("w64k", "write_bw 64 KiB, depth 16 (Mbit/s)")):
+        _, msg, count = runs[key]
+        mine = ours[key]["run_bytes"] * 8 / ours[key]["run_elapsed_us"]
+        base = msg * count * 8 / kern[key] / 1e6
+        print("%-36s %16.0f %16.0f %8.2f" % (label, mine, base, mine / base))
+    count = runs["s64"][2]
+    mine = ours["s64"]["run_messages"] * 1e6 / ours["s64"]["run_elapsed_us"]
+    base = count / kern["s64"]
+    print("%-36s %16.0f %16.0f %8.2f" % ("send 64 B echoed, depth 16 (msg/s)", mine, base,
+                                         mine / base))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
