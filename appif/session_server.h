@@ -1,7 +1,25 @@
 // The daemon side of the application interface: accepts libiwarp sessions on
 // a UNIX socket, keeps their protection domains, memory regions (STag table),
 // completion queues and queue pairs, and runs the loopback QP engine that
-// moves data between two QPs of this daemon.
+// moves data between two QPs of this daemon. QPs connected to other hosts
+// are handed to a WireEngine (options.wire_engine, wire_engine.h), which
+// runs them as iWARP on a worker's TcpStack.
+//
+// Thread ownership with a wire engine:
+//  - this (control) thread owns the socket, sessions, PDs, the STag table
+//    and MR mappings; every MR is mirrored into the worker's STag view and
+//    unmapped only after the worker acknowledged kDeregMr;
+//  - from the kConnect/kAccept command on, the worker is the only consumer
+//    of the QP's SQ/RQ and the only producer of its CQs; a CQ serves either
+//    loopback QPs or wire QPs for its whole life (EINVAL otherwise);
+//  - QP destroy, MR register/deregister, listen/unlisten wait (bounded by
+//    wire_ack_timeout_ms, handling other events meanwhile) for the worker's
+//    acknowledgement; what is not acknowledged in time stays mapped
+//    (stats().wire_ack_timeouts) instead of being freed under the worker.
+//  - A wire QP whose connection failed or ended stays in the error state:
+//    the application destroys it and creates a new one (no reconnect).
+//  - Wire QPs carry one non-empty SGE per work request (the engine places
+//    one local buffer); more complete with IWARP_WC_LOC_QP_OP_ERR.
 //
 // Hosting: no DPDK, no threads of its own. The host calls PollControl() (the
 // socket side: accept, requests, hang-ups; system calls) and PollQueues() (the

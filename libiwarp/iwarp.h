@@ -15,6 +15,15 @@
  * iwarp_post_recv on one QP, and iwarp_poll_cq / iwarp_cq_wait on one CQ,
  * must each be used by one thread at a time.
  *
+ * Connections: iwarp_connect to a listener of the same daemon (address 0,
+ * 127.x or the daemon's own) makes a loopback QP pair; to any other address
+ * an iWARP connection (MPA over TCP, RFC 5044/5041/5040) from the daemon's
+ * data plane, answered by iwarp_listen/iwarp_accept of an application on
+ * the remote daemon (or any iWARP peer). A CQ serves loopback QPs or iWARP
+ * QPs, not both. On iWARP QPs a work request uses one non-empty SGE, and a
+ * Send needs a receive posted at the peer before it leaves (RFC 5041 7.1:
+ * otherwise the stream terminates).
+ *
  * Memory: the daemon maps registered memory, so it must live in a memfd
  * sealed against shrinking. iwarp_mem_alloc() provides such memory (huge pages
  * when asked and available); iwarp_reg_mr_fd() registers a range of the
