@@ -171,6 +171,7 @@ struct WireEngine::Pending final : tcp::TcpUser {
   bool detached = false;   // its QP was released: discard everything
   uint32_t request_id = 0;
   uint32_t listener_id = 0;
+  uint64_t since_us = 0;  // accepted by TCP at (engine clock)
   tcp::ConnId conn;
   WireQpContext* target = nullptr;
   size_t len = 0;
@@ -245,6 +246,7 @@ tcp::TcpUser* WireEngine::Listener::OnAccept(tcp::ConnId conn, const tcp::FourTu
     p.used = true;
     p.conn = conn;
     p.listener_id = id;
+    p.since_us = eng->now_us_;
     p.request_id = eng->next_request_id_++;
     if (eng->next_request_id_ == 0) eng->next_request_id_ = 1;
     return &p;
@@ -811,6 +813,20 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
   }
   for (uint32_t i = 0; i < options_.max_pending; ++i) {
     Pending& p = pending_[i];
+    if (p.used && !p.dropped && !p.detached && p.target == nullptr &&
+        now_us_ - p.since_us > options_.pending_timeout_us) {
+      // Unanswered (or never a complete Request): reset; the application's
+      // request id stops working.
+      Bump(counters_->requests_refused);
+      if (p.reported) {
+        WireEvent ev;
+        ev.type = WireEventType::kRequestGone;
+        ev.request_id = p.request_id;
+        ev.listener_id = p.listener_id;
+        Emit(ev);
+      }
+      p.dropped = true;
+    }
     if (p.used && p.dropped && p.target == nullptr) {
       const tcp::TcpState ts = stack_.State(p.conn);
       if (ts != tcp::TcpState::kClosed && ts != tcp::TcpState::kTimeWait) {

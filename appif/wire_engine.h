@@ -159,6 +159,9 @@ struct WireEngineOptions {
   uint32_t max_qps = 256;         // wire QPs at once on this engine
   uint32_t max_listeners = 64;
   uint32_t max_pending = 64;      // passive connections waiting for accept/reject
+  // A remote Request no application answered within this time is reset (a
+  // peer cannot hold the pending slots forever).
+  uint64_t pending_timeout_us = 10'000'000;
   uint32_t stag_capacity = 65536; // STag indices mirrored (SessionServerOptions::stag_table_size)
   uint32_t command_depth = 256;
   uint32_t event_depth = 1024;

@@ -113,6 +113,7 @@ class WireEngineTest : public ::testing::Test {
     o.max_listeners = 2;
     o.stag_capacity = 64;
     o.event_depth = 64;
+    o.pending_timeout_us = 200'000;
     o.local_ip = tcp::testing::kIpA;
     ea_ = *WireEngine::Create(o, *sa_);
     o.local_ip = tcp::testing::kIpB;
@@ -285,6 +286,59 @@ TEST_F(WireEngineTest, ImpossibleRingIndexIsCountedNotFollowed) {
   EXPECT_EQ(ea_->stats().ring_corruptions, 1u);
   EXPECT_EQ(ea_->stats().wrs_posted, 0u);
   EXPECT_EQ(a_.ctx->engine->state(), engine::QpState::kError);
+}
+
+// A peer whose Request nobody answers cannot keep a pending slot: after
+// pending_timeout_us the connection is reset and the request id withdrawn.
+TEST_F(WireEngineTest, UnansweredRequestIsResetAfterTheTimeout) {
+  AppQp c;
+  c.Init(*ea_, 33, 1, 7);
+  WireCommand cmd;
+  cmd.type = WireCommandType::kConnect;
+  cmd.qp = c.ctx.get();
+  cmd.remote_ip = tcp::testing::kIpB;
+  cmd.port = kPort;
+  ASSERT_TRUE(ea_->PushCommand(cmd));
+  uint32_t request = 0;
+  bool gone = false, failed = false;
+  const uint64_t start = now_;
+  for (int i = 0; i < 30000 && !(gone && failed); ++i) {
+    Step();
+    WireEvent ev;
+    while (eb_->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kConnectRequest) request = ev.request_id;
+      if (ev.type == WireEventType::kRequestGone && ev.request_id == request) gone = true;
+    }
+    while (ea_->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kConnectFailed && ev.qp == c.ctx.get()) failed = true;
+    }
+  }
+  EXPECT_NE(request, 0u);
+  EXPECT_TRUE(gone);
+  EXPECT_TRUE(failed);
+  EXPECT_GE(now_ - start, 200'000u);
+  EXPECT_EQ(eb_->stats().requests_refused, 1u);
+  // An accept of the withdrawn request is answered with ECONNRESET and
+  // changes nothing (the QP named keeps its connection).
+  WireCommand acc;
+  acc.type = WireCommandType::kAccept;
+  acc.qp = b_.ctx.get();
+  acc.request_id = request;
+  ASSERT_TRUE(eb_->PushCommand(acc));
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    Step();
+    WireEvent ev;
+    while (eb_->PopEvent(&ev)) {
+      refused |= ev.type == WireEventType::kConnectFailed && ev.status == ECONNRESET;
+    }
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(b_.ctx->engine->state(), engine::QpState::kRts);
+  WireCommand d;
+  d.type = WireCommandType::kDestroyQp;
+  d.qp = c.ctx.get();
+  EXPECT_EQ(Call(*ea_, d), 0);
 }
 
 }  // namespace
