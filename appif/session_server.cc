@@ -192,6 +192,31 @@ SessionServer::SessionServer(SessionServerOptions options)
 
 SessionServer::~SessionServer() {
   while (!sessions_.empty()) CloseSession(sessions_.begin()->second.get(), "server shutdown");
+  if (options_.wire_engine != nullptr) {
+    // Stand-in reject QPs still on the worker are taken back before their
+    // memory goes; so are destroys not acknowledged yet.
+    while (!reject_ctxs_.empty()) {
+      WireCommand c;
+      c.type = WireCommandType::kDestroyQp;
+      c.qp = reject_ctxs_.begin()->first;
+      auto ctx = std::move(reject_ctxs_.begin()->second);
+      reject_ctxs_.erase(reject_ctxs_.begin());
+      if (WireCall(&c) == ETIMEDOUT) {
+        auto z = std::make_unique<Zombie>();
+        z->ctx = std::move(ctx);
+        zombies_.push_back(std::move(z));
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(options_.wire_ack_timeout_ms);
+    while (!async_destroys_.empty() && std::chrono::steady_clock::now() < deadline) {
+      if (PollWire() == 0) std::this_thread::yield();
+    }
+    if (!async_destroys_.empty() || !zombies_.empty()) {
+      Log(absl::StrFormat("app interface: %u wire contexts never acknowledged by the worker",
+                          async_destroys_.size() + zombies_.size()));
+    }
+  }
   if (listen_fd_.valid()) unlink(options_.socket_path.c_str());
 }
 

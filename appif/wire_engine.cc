@@ -459,6 +459,7 @@ void WireEngine::Release(WireQpContext* qp) {
       // already queued); otherwise the connection is reset.
       p.target = nullptr;
       p.detached = true;
+      p.since_us = now_us_;  // a graceful close gets pending_timeout_us to finish
       const tcp::TcpState ts = stack_.State(p.conn);
       if (st != engine::QpState::kError && ts != tcp::TcpState::kClosed &&
           ts != tcp::TcpState::kTimeWait) {
@@ -826,6 +827,9 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
         Emit(ev);
       }
       p.dropped = true;
+    }
+    if (p.used && p.detached && now_us_ - p.since_us > options_.pending_timeout_us) {
+      p.dropped = true;  // the graceful close of a released QP never ended
     }
     if (p.used && p.dropped && p.target == nullptr) {
       const tcp::TcpState ts = stack_.State(p.conn);
