@@ -1261,7 +1261,7 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
 
 int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa) {
   WireEngine* e = options_.wire_engine;
-  if (wire_qps_.size() >= e->options().max_qps) {
+  if (wire_qps_.size() + reject_ctxs_.size() >= e->options().max_qps) {
     s->last_error = "the data plane's wire QP limit is reached";
     return EDQUOT;
   }

@@ -430,11 +430,22 @@ WireEngine::Pending* WireEngine::FindPending(uint32_t request_id) {
   return nullptr;
 }
 
-void WireEngine::Activate(WireQpContext* qp) {
-  if (qp->in_active_list) return;
+bool WireEngine::Activate(WireQpContext* qp) {
+  if (qp->in_active_list) return true;
+  if (active_.size() == active_.capacity()) return false;  // never reallocate here
   qp->owner = this;
   qp->in_active_list = true;
-  active_.push_back(qp);  // capacity max_qps, enforced by the control thread
+  active_.push_back(qp);
+  return true;
+}
+
+void WireEngine::FailCommand(WireQpContext* qp, int status) {
+  WireEvent ev;
+  ev.type = WireEventType::kConnectFailed;
+  ev.qp = qp;
+  ev.qp_id = qp->qp_id;
+  ev.status = status;
+  Emit(ev);
 }
 
 void WireEngine::Deactivate(WireQpContext* qp) {
@@ -537,18 +548,14 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
     }
     case WireCommandType::kConnect: {
       WireQpContext* qp = c.qp;
-      Activate(qp);
+      if (!Activate(qp)) {
+        FailCommand(qp, ENOBUFS);
+        break;
+      }
       const absl::Status st = qp->engine->Connect(
           options_.local_ip, c.remote_ip, c.port, ByteSpan(c.private_data, c.private_data_len),
           now_us_);
-      if (!st.ok()) {
-        WireEvent ev;
-        ev.type = WireEventType::kConnectFailed;
-        ev.qp = qp;
-        ev.qp_id = qp->qp_id;
-        ev.status = absl::IsInvalidArgument(st) ? EINVAL : EAGAIN;
-        Emit(ev);
-      }
+      if (!st.ok()) FailCommand(qp, absl::IsInvalidArgument(st) ? EINVAL : EAGAIN);
       break;
     }
     case WireCommandType::kAccept:
@@ -556,25 +563,18 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       WireQpContext* qp = c.qp;
       Pending* p = FindPending(c.request_id);
       if (p == nullptr || p->target != nullptr || p->dropped || p->detached || !p->reported) {
-        WireEvent ev;
-        ev.type = WireEventType::kConnectFailed;
-        ev.qp = qp;
-        ev.qp_id = qp->qp_id;
-        ev.status = ECONNRESET;
-        Emit(ev);
+        FailCommand(qp, ECONNRESET);
         break;
       }
-      Activate(qp);
+      if (!Activate(qp)) {
+        FailCommand(qp, ENOBUFS);
+        break;
+      }
       qp->accept = c.type == WireCommandType::kAccept;
       qp->reply_pd_len = std::min<uint32_t>(c.private_data_len, kMaxPrivateData);
       std::memcpy(qp->reply_pd, c.private_data, qp->reply_pd_len);
       if (!qp->engine->AttachPassive(p->conn)) {
-        WireEvent ev;
-        ev.type = WireEventType::kConnectFailed;
-        ev.qp = qp;
-        ev.qp_id = qp->qp_id;
-        ev.status = EISCONN;
-        Emit(ev);
+        FailCommand(qp, EISCONN);
         break;
       }
       p->target = qp;

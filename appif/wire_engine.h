@@ -156,7 +156,7 @@ struct WireEvent {
 
 struct WireEngineOptions {
   uint32_t local_ip = 0;          // host order; the stack's address used for active opens
-  uint32_t max_qps = 256;         // wire QPs at once on this engine
+  uint32_t max_qps = 256;         // wire QPs at once on this engine (and stand-in reject QPs)
   uint32_t max_listeners = 64;
   uint32_t max_pending = 64;      // passive connections waiting for accept/reject
   // A remote Request no application answered within this time is reset (a
@@ -262,7 +262,9 @@ class WireEngine final : private engine::MemoryDomain {
   bool Emit(const WireEvent& ev);
   bool HandleCommand(const WireCommand& cmd);  // false: retry (event ring full)
   void Ack(uint32_t seq, int status);
-  void Activate(WireQpContext* qp);
+  // False when max_qps contexts are active already (nothing changed).
+  bool Activate(WireQpContext* qp);
+  void FailCommand(WireQpContext* qp, int status);  // kConnectFailed
   void Deactivate(WireQpContext* qp);
   void Release(WireQpContext* qp);  // stop every stack callback into it
   uint32_t PollQp(WireQpContext* qp);
