@@ -147,7 +147,7 @@ TEST(ConfigLoad, EmptySectionKeepsDefaults) {
 }
 
 TEST(ConfigFormat, RoundTripsExamples) {
-  for (const char* name : {"default.yaml", "reference.yaml"}) {
+  for (const char* name : {"default.yaml", "reference.yaml", "iwarp-responder.yaml"}) {
     absl::StatusOr<Config> a = LoadConfigFile(ExamplesDir() + "/" + name);
     ASSERT_TRUE(a.ok()) << a.status();
     std::string yaml = FormatConfigYaml(*a);

@@ -42,7 +42,22 @@ IMPAIRMENT = (
     '        - {action: duplicate, protocol: udp}\n'
     'workers:\n  lcores: [1]\n')
 
+IWARP = (
+    MINIMAL +
+    'iwarp: {qps_per_service: 2, revision: 1, enhanced: false, ird: 4, ord: 8,'
+    ' rtr_types: [send, read], max_private_data: 512, request_timeout_ms: 1,'
+    ' reply_timeout_ms: 2, rtr_timeout_ms: 3, sq_depth: 64, rq_depth: 32, cq_depth: 96,'
+    ' scratch_bytes: 0, recv_buffers: 32, recv_buffer_bytes: 16777216}\n'
+    'services:\n'
+    '  - {name: r, type: iwarp_responder, port: 9999, crc: false, markers: true}\n'
+    '  - {name: c, type: iwarp_client, remote: 198.18.0.2, remote_port: 9999, op: mixed,'
+    ' message_bytes: 0, count: 7, queue_depth: 4, verify: false, start_delay_ms: 5}\n')
+
 BROKEN = {
+    'iwarp_rtr_twice': MINIMAL + 'iwarp: {rtr_types: [read, read]}\n',
+    'iwarp_queues': MINIMAL + 'iwarp: {recv_buffers: 200, cq_depth: 100}\n',
+    'iwarp_client_depth': MINIMAL + 'services: [{name: c, type: iwarp_client, remote: 198.18.0.2,'
+                          ' remote_port: 1, queue_depth: 64}]\n',
     'empty': '',
     'comment_only': '# nothing\n',
     'not_a_map': '- 1\n- 2\n',
@@ -84,8 +99,8 @@ BROKEN = {
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    seeds = {'minimal': MINIMAL, 'every_key': EVERY_KEY, 'impairment': IMPAIRMENT}
-    for name in ('default', 'reference'):
+    seeds = {'minimal': MINIMAL, 'every_key': EVERY_KEY, 'impairment': IMPAIRMENT, 'iwarp': IWARP}
+    for name in ('default', 'reference', 'iwarp-responder'):
         with open(os.path.join(HERE, 'examples', name + '.yaml'), encoding='utf-8') as f:
             seeds[name] = f.read()
     seeds.update(BROKEN)

@@ -326,11 +326,19 @@ void AddIwarpServiceFields(rte_tel_data* c, std::span<const TcpSnapshot* const> 
                                std::string(engine::ConnectErrorName(run.connect_error)).c_str());
 }
 
-// Every iWARP QP with a connection (kQpsPerReply at most).
-int QpsCommand(const char*, const char*, rte_tel_data* d) {
+// iWARP QPs with a connection, kQpsPerReply from index FIRST (the parameter,
+// default 0) in worker then service order.
+int QpsCommand(const char*, const char* params, rte_tel_data* d) {
   ViewPin pin;
   const TelemetryView* v = pin.get();
   if (v == nullptr || v->config == nullptr) return -EAGAIN;
+  size_t first = 0;
+  if (params != nullptr && *params != '\0') {
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(params, &end, 10);
+    if (end == params || *end != '\0') return -EINVAL;
+    first = static_cast<size_t>(x);
+  }
   std::lock_guard<std::mutex> lock(g_snapshot_mu);
   std::vector<const TcpSnapshot*> snaps;
   TakeSnapshots(*v, &snaps);
@@ -338,11 +346,13 @@ int QpsCommand(const char*, const char*, rte_tel_data* d) {
   for (const TcpSnapshot* s : snaps) total += s != nullptr ? s->qp_count : 0;
   rte_tel_data_start_dict(d);
   rte_tel_data_add_dict_u64(d, "total", total);
-  size_t shown = 0;
+  rte_tel_data_add_dict_u64(d, "first", first);
+  size_t index = 0, shown = 0;
   for (size_t w = 0; w < snaps.size(); ++w) {
     const TcpSnapshot* s = snaps[w];
     if (s == nullptr) continue;
-    for (size_t i = 0; i < s->qp_count && shown < kQpsPerReply; ++i) {
+    for (size_t i = 0; i < s->qp_count; ++i, ++index) {
+      if (index < first || shown == kQpsPerReply) continue;
       const IwarpQpInfo& q = s->qps[i];
       rte_tel_data* e = rte_tel_data_alloc();
       if (e == nullptr) return -ENOMEM;
@@ -378,7 +388,7 @@ int QpsCommand(const char*, const char*, rte_tel_data* d) {
                                    TermText(q.has_term_sent, q.term_sent).c_str());
       rte_tel_data_add_dict_string(e, "terminate_received",
                                    TermText(q.has_term_received, q.term_received).c_str());
-      rte_tel_data_add_dict_container(d, absl::StrCat("qp_", shown).c_str(), e, 0);
+      rte_tel_data_add_dict_container(d, absl::StrCat("qp_", index).c_str(), e, 0);
       ++shown;
     }
   }
@@ -510,8 +520,8 @@ absl::Status RegisterTelemetryCommands() {
   if (rc == 0) {
     rc = rte_telemetry_register_cmd(
         "/iwarpd/qps", QpsCommand,
-        "iWARP QPs of the iwarp_* services: state, negotiated MPA/RFC 6581 parameters, engine "
-        "counters, Terminates. Takes no parameters.");
+        "iWARP QPs of the iwarp_* services: state, negotiated MPA, counters, Terminates. "
+        "Parameter: first QP index.");
   }
   if (rc == 0) {
     rc = rte_telemetry_register_cmd(

@@ -6,7 +6,8 @@
 //                  index FIRST (default 0) in worker then table order
 //   /iwarpd/services  per service: counters and finished transfers (SHA-256);
 //                  iwarp_* services add their iWARP counters and the client's run
-//   /iwarpd/qps    iWARP QPs of the iwarp_* services (kQpsPerReply at most)
+//   /iwarpd/qps[,FIRST]  iWARP QPs of the iwarp_* services, kQpsPerReply from
+//                  index FIRST (default 0)
 //
 // Contract: the control thread publishes a view before workers start and
 // retracts it (RetractTelemetryView waits for any running callback) before

@@ -188,8 +188,13 @@ tcp:
         return self.ctl_json("stats")["total"]
 
     def qps(self):
-        q = self.ctl_json("qps")
-        return [q["qp_%d" % i] for i in range(q["shown"])]
+        """Every QP (iwarpctl --json qps prints one reply per line, paged)."""
+        r = run([self.args.iwarpctl, "--prefix", self.prefix, "--json", "qps"])
+        out = []
+        for line in r.stdout.splitlines():
+            page = json.loads(line)["/iwarpd/qps"]
+            out += [v for k, v in page.items() if k.startswith("qp_")]
+        return out
 
     def stop(self):
         if self.proc is None or self.proc.poll() is not None:
@@ -201,6 +206,11 @@ tcp:
             raise TestFailure("iwarpd %s did not stop within 10 s" % self.prefix)
         if rc != 0:
             raise TestFailure("iwarpd %s exited %d:\n%s" % (self.prefix, rc, self.log()))
+        reports = [l for l in self.log().splitlines()
+                   if "runtime error:" in l or "Sanitizer" in l]
+        if reports:
+            raise TestFailure("iwarpd %s: sanitizer reports:\n%s" % (self.prefix,
+                                                                     "\n".join(reports)))
 
     def cleanup(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -352,6 +362,9 @@ def case_crc_markers(args):
               "client asked for Markers: the responder inserts them (client rx_markers %d, "
               "tx_markers %d)" % (q["rx_markers"], q["tx_markers"]))
         q = qp_of(qps, "m_responder")
+        check(q["remote"] == "%s:%d" % (A_IP, PORT_MARKERS) and q["state"] == "ERROR",
+              "iwarpctl qps keeps the finished QP: %s -> %s %s" %
+              (q["local"], q["remote"], q["state"]))
         check(q["tx_markers"] == 1 and q["rx_markers"] == 0,
               "responder asked for Markers: the client inserts them (client tx_markers %d, "
               "rx_markers %d)" % (q["tx_markers"], q["rx_markers"]))

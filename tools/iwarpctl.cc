@@ -45,7 +45,9 @@ constexpr char kUsage[] =
     "  connections  every TCP connection: addresses, state, service, bytes,\n"
     "            retransmissions, RTT, congestion window\n"
     "  services  TCP services (services: in the config): counters and the last\n"
-    "            finished transfers with their byte count and SHA-256\n"
+    "            finished transfers with their byte count and SHA-256; iwarp_*\n"
+    "            services add their iWARP counters and the client's run (messages,\n"
+    "            bytes, elapsed time, goodput, SHA-256)\n"
     "  app       the application interface (libiwarp sessions): sessions, PDs, MRs,\n"
     "            CQs, QPs, STags in use, registered bytes, work requests completed,\n"
     "            failed and flushed, bytes moved\n"
@@ -55,8 +57,8 @@ constexpr char kUsage[] =
     "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
     "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
     "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
-    "  --json    print the daemon's JSON reply as it is (connections: one reply\n"
-    "            per line, each holding up to 24 connections)\n";
+    "  --json    print the daemon's JSON reply as it is (connections, qps: one reply\n"
+    "            per line, each holding up to 24 connections or 8 QPs)\n";
 
 // DPDK's runtime directory rule: /var/run for root, else $XDG_RUNTIME_DIR
 // or /tmp.
@@ -173,6 +175,33 @@ int main(int argc, char** argv) {
   };
 
   JsonValue body;
+  if (command == "qps") {
+    // Paged like connections; the pages are merged into one object.
+    JsonValue all;
+    all.type = JsonValue::Type::kObject;
+    uint64_t first = 0, total = 0;
+    for (;;) {
+      if (absl::Status st = query(absl::StrCat("/iwarpd/qps,", first), &body); !st.ok()) {
+        return finish(st);
+      }
+      if (json) print_raw();
+      const uint64_t shown = body.Uint("shown");
+      total = body.Uint("total");
+      for (const iwarp::tools::JsonMember& m : body.object) {
+        if (m.key.compare(0, 3, "qp_") == 0) all.object.push_back(m);
+      }
+      first += shown;
+      if (shown == 0 || first >= total) break;
+    }
+    if (json) return finish(std::string());
+    JsonValue t;
+    t.type = JsonValue::Type::kNumber;
+    t.number_text = std::to_string(total);
+    t.is_uint = true;
+    t.uint_value = total;
+    all.object.push_back(iwarp::tools::JsonMember{"total", t});
+    return finish(iwarp::tools::FormatQps(all));
+  }
   if (command == "connections") {
     // Paged: the daemon answers a bounded number of connections per command.
     std::vector<JsonValue> pages;

@@ -126,7 +126,7 @@ class Responder final : public IwarpService {
     for (const Slot& s : slots_) {
       if (n == out.size()) break;
       if (s.qp == nullptr || s.qp->state() == QpState::kIdle) continue;
-      FillInfo(*s.qp, *stack_, &out[n++]);
+      FillInfo(*s.qp, s.tuple, &out[n++]);
     }
     return n;
   }
@@ -370,7 +370,10 @@ class Client final : public IwarpService, private engine::QpObserver {
       if (first_poll_ms_ == UINT64_MAX) first_poll_ms_ = now_ms;
       if (now_ms - first_poll_ms_ < cfg_.start_delay_ms) return;
       result_.started = true;
-      if (!qp_->Connect(local_ip_, cfg_.remote, cfg_.remote_port, {}, now_us).ok()) {
+      // No private data of our own; the span points at a real (unused) byte
+      // because Qp::Connect copies it with memcpy even when it is empty.
+      if (!qp_->Connect(local_ip_, cfg_.remote, cfg_.remote_port, ByteSpan(&no_pd_, 0), now_us)
+               .ok()) {
         ++counters_.connect_failed;
         End(false);
         return;
@@ -402,7 +405,7 @@ class Client final : public IwarpService, private engine::QpObserver {
 
   size_t ListQps(std::span<IwarpQpInfo> out) const override {
     if (out.empty() || qp_ == nullptr || qp_->state() == QpState::kIdle) return 0;
-    FillInfo(*qp_, *stack_, &out[0]);
+    FillInfo(*qp_, tuple_, &out[0]);
     return 1;
   }
   size_t max_qps() const override { return 1; }
@@ -424,16 +427,18 @@ class Client final : public IwarpService, private engine::QpObserver {
   void OnEstablished(Qp& qp, ByteSpan pd) override {
     ++finished_.established;
     tcp::TcpConnInfo info;
-    if (opened_.valid() && stack_->GetConnection(qp.conn(), &info) &&
-        opened_.slot < conns_.size()) {
-      conns_[opened_.slot].tuple = info.tuple;
+    if (stack_->GetConnection(qp.conn(), &info)) {
+      tuple_ = info.tuple;
+      if (opened_.valid() && opened_.slot < conns_.size()) conns_[opened_.slot].tuple = info.tuple;
     }
     ++counters_.connected;
     ResponderPrivateData r;
     const uint64_t msg = cfg_.message_bytes;
     const bool needs_recv = cfg_.op == config::IwarpOp::kSend || cfg_.op == config::IwarpOp::kMixed;
+    // The peer controls these: a region too small for our slots, or no
+    // receive buffer for our Sends, ends the run before any work is posted.
     if (!DecodeResponderPd(pd, &r) || r.length < msg * cfg_.queue_depth ||
-        (needs_recv && r.recv_buffer_bytes < msg)) {
+        (needs_recv && (r.recv_buffer_bytes < msg || r.recv_buffers == 0))) {
       ++finished_.bad_private_data;
       End(false);
       return;
@@ -649,6 +654,8 @@ class Client final : public IwarpService, private engine::QpObserver {
   uint64_t start_us_ = 0;
   uint64_t first_poll_ms_ = UINT64_MAX;
   tcp::ConnId opened_;
+  tcp::FourTuple tuple_;
+  uint8_t no_pd_ = 0;
   Sha256 sha_;
   IwarpRunResult result_;
 };
@@ -755,13 +762,12 @@ void IwarpService::Refresh(std::span<const engine::Qp* const> live) {
   }
 }
 
-void IwarpService::FillInfo(const engine::Qp& qp, const tcp::TcpStack& stack, IwarpQpInfo* out) {
+void IwarpService::FillInfo(const engine::Qp& qp, const tcp::FourTuple& tuple,
+                            IwarpQpInfo* out) {
   out->state = qp.state();
   out->negotiated = qp.negotiated();
   out->stats = qp.stats();
-  tcp::TcpConnInfo info;
-  out->tuple = qp.conn().valid() && stack.GetConnection(qp.conn(), &info) ? info.tuple
-                                                                          : tcp::FourTuple{};
+  out->tuple = tuple;
   out->has_term_sent = qp.terminate_sent().has_value();
   out->has_term_received = qp.terminate_received().has_value();
   out->term_sent = qp.terminate_sent().value_or(rdmap::TerminateCode{});

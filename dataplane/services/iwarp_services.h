@@ -207,7 +207,8 @@ class IwarpService : public TcpService {
   void AccountFinished(const engine::Qp& qp);
   // live_ = finished_ + the engine counters of `live` QPs.
   void Refresh(std::span<const engine::Qp* const> live);
-  static void FillInfo(const engine::Qp& qp, const tcp::TcpStack& stack, IwarpQpInfo* out);
+  // `tuple`: the connection's addresses (kept after the connection is gone).
+  static void FillInfo(const engine::Qp& qp, const tcp::FourTuple& tuple, IwarpQpInfo* out);
 
   void NoteTerminate(const rdmap::TerminateCode& code, bool sent) {
     (sent ? term_sent_ : term_received_) = code;

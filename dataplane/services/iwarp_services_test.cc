@@ -267,6 +267,35 @@ TEST_F(IwarpServicesTest, ScratchTooSmallIsRefusedByTheClient) {
   EXPECT_EQ(r->iwarp_counters().completion_errors, 0u);
 }
 
+TEST_F(IwarpServicesTest, SendsWithoutResponderReceivesAreNotPosted) {
+  Make();
+  iw_.recv_buffers = 0;  // below what config allows: a foreign responder's private data
+  Responder();
+  IwarpService* cl = Client(config::IwarpOp::kSend, 100, 4, 2);
+  ASSERT_TRUE(RunClients(5'000'000));
+  EXPECT_FALSE(cl->run_result().ok);
+  EXPECT_EQ(cl->iwarp_counters().bad_private_data, 1u);
+  EXPECT_EQ(cl->iwarp_counters().terminates_received, 0u);
+}
+
+TEST_F(IwarpServicesTest, ConcurrentClientsBeyondThePoolAreRefused) {
+  Make();
+  IwarpService* r = Responder();  // a pool of two QPs
+  IwarpService* c1 = Client(config::IwarpOp::kWrite, 8192, 200, 2);
+  IwarpService* c2 = Client(config::IwarpOp::kSend, 8192, 200, 2);
+  IwarpService* c3 = Client(config::IwarpOp::kRead, 8192, 200, 2);
+  ASSERT_TRUE(RunClients(20'000'000));
+  EXPECT_TRUE(c1->run_result().ok);
+  EXPECT_TRUE(c2->run_result().ok);
+  // The third found no idle QP: the listener refused the connection.
+  EXPECT_FALSE(c3->run_result().ok);
+  EXPECT_EQ(c3->run_result().connect_error, engine::ConnectError::kTcpFailed);
+  EXPECT_EQ(a_->stats().listen_refused, 1u);
+  EXPECT_EQ(r->iwarp_counters().established, 2u);
+  // Both pool QPs were replaced once their connections ended.
+  EXPECT_EQ(r->iwarp_counters().qps_recycled, 2u);
+}
+
 TEST_F(IwarpServicesTest, NoResponderMeansConnectFailure) {
   Make();
   IwarpService* cl = Client(config::IwarpOp::kSend, 10, 1, 1);
