@@ -108,11 +108,19 @@ struct ListenReq {
   uint16_t port = 0;
   uint16_t backlog = 0;
 };
+// ConnectReq::mpa_flags: with kMpaOverride set, kMpaCrc and kMpaMarkers
+// replace the daemon's defaults (SessionServerOptions::wire_mpa) for this
+// connection's MPA Request (RFC 5044 7.1: C and M). 0 keeps the defaults.
+// Loopback connections ignore them.
+inline constexpr uint16_t kMpaOverride = 1u << 15;
+inline constexpr uint16_t kMpaCrc = 1u << 0;
+inline constexpr uint16_t kMpaMarkers = 1u << 1;
+
 struct ConnectReq {
   uint32_t qp = 0;
   uint32_t ipv4 = 0;
   uint16_t port = 0;
-  uint16_t reserved = 0;
+  uint16_t mpa_flags = 0;  // kMpa*
   uint32_t private_data_len = 0;
   uint8_t private_data[kMaxPrivateData] = {};
 };

@@ -10,14 +10,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "appif/wire_engine.h"
 
 namespace iwarp::appif {
 
@@ -26,6 +29,7 @@ constexpr uint32_t kBurst = 32;
 // epoll user data: sessions carry their socket fd; these tag the others.
 constexpr uint64_t kTagListen = 1ull << 40;
 constexpr uint64_t kTagDoorbell = 2ull << 40;
+constexpr uint64_t kTagWire = 3ull << 40;
 constexpr uint64_t kFdMask = (1ull << 32) - 1;
 
 uint32_t RoundUpPow2(uint32_t v) {
@@ -88,7 +92,8 @@ struct SessionServer::Counters {
       sessions_active{0}, pds_active{0}, mrs_active{0}, cqs_active{0}, qps_active{0},
       stags_in_use{0}, registered_bytes{0}, mapped_bytes{0}, connections{0}, wrs_completed{0},
       wrs_failed{0}, wrs_flushed{0}, bytes_moved{0}, events_posted{0}, events_dropped{0},
-      ring_corruptions{0}, requests_failed{0}, doorbells{0};
+      ring_corruptions{0}, requests_failed{0}, doorbells{0}, wire_qps_active{0},
+      wire_connections{0}, wire_ack_timeouts{0}, wire_requests{0};
 };
 
 namespace {
@@ -111,6 +116,10 @@ struct SessionServer::Cq {
   UniqueFd eventfd;
   uint32_t users = 0;  // QPs completing into it
   bool touched = false;
+  // Producer rule: a CQ serves loopback QPs (the control thread writes it)
+  // or wire QPs (the worker writes it), never both, for its whole life.
+  bool loopback_bound = false;
+  std::unique_ptr<WireCq> wire;  // set once a wire QP uses it
 };
 
 enum class QpState : uint8_t { kIdle, kConnecting, kConnected, kError };
@@ -127,6 +136,10 @@ struct SessionServer::Qp {
   QpState state = QpState::kIdle;
   Qp* peer = nullptr;
   uint32_t request_id = 0;  // while connecting
+  // Wire QPs: the context handed to the worker; once wire_owned is set the
+  // control thread no longer touches the SQ/RQ rings.
+  std::unique_ptr<WireQpContext> wire;
+  bool wire_owned = false;
 };
 
 struct SessionServer::Listener {
@@ -138,8 +151,18 @@ struct SessionServer::Listener {
 
 struct SessionServer::ConnRequest {
   uint32_t id = 0;
-  Qp* initiator = nullptr;
+  Qp* initiator = nullptr;  // loopback requests
   Listener* listener = nullptr;
+  bool wire = false;        // a remote MPA Request waiting on the worker
+  uint32_t engine_request_id = 0;
+};
+
+// What a timed-out destroy leaves behind: kept mapped and allocated, since
+// the worker may still use it.
+struct SessionServer::Zombie {
+  std::unique_ptr<WireQpContext> ctx;
+  Mapping shm;
+  std::unique_ptr<Mr> mr;
 };
 
 struct SessionServer::Session {
@@ -169,6 +192,31 @@ SessionServer::SessionServer(SessionServerOptions options)
 
 SessionServer::~SessionServer() {
   while (!sessions_.empty()) CloseSession(sessions_.begin()->second.get(), "server shutdown");
+  if (options_.wire_engine != nullptr) {
+    // Stand-in reject QPs still on the worker are taken back before their
+    // memory goes; so are destroys not acknowledged yet.
+    while (!reject_ctxs_.empty()) {
+      WireCommand c;
+      c.type = WireCommandType::kDestroyQp;
+      c.qp = reject_ctxs_.begin()->first;
+      auto ctx = std::move(reject_ctxs_.begin()->second);
+      reject_ctxs_.erase(reject_ctxs_.begin());
+      if (WireCall(&c) == ETIMEDOUT) {
+        auto z = std::make_unique<Zombie>();
+        z->ctx = std::move(ctx);
+        zombies_.push_back(std::move(z));
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(options_.wire_ack_timeout_ms);
+    while (!async_destroys_.empty() && std::chrono::steady_clock::now() < deadline) {
+      if (PollWire() == 0) std::this_thread::yield();
+    }
+    if (!async_destroys_.empty() || !zombies_.empty()) {
+      Log(absl::StrFormat("app interface: %u wire contexts never acknowledged by the worker",
+                          async_destroys_.size() + zombies_.size()));
+    }
+  }
   if (listen_fd_.valid()) unlink(options_.socket_path.c_str());
 }
 
@@ -223,6 +271,14 @@ absl::Status SessionServer::Listen() {
   if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev) != 0) {
     return absl::ErrnoToStatus(errno, "epoll_ctl");
   }
+  if (options_.wire_engine != nullptr) {
+    epoll_event wev{};
+    wev.events = EPOLLIN;
+    wev.data.u64 = kTagWire | static_cast<uint32_t>(options_.wire_engine->event_fd());
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, options_.wire_engine->event_fd(), &wev) != 0) {
+      return absl::ErrnoToStatus(errno, "epoll_ctl wire engine");
+    }
+  }
   touched_cqs_.reserve(1024);
   Log(absl::StrCat("app interface listening on ", options_.socket_path));
   return absl::OkStatus();
@@ -253,6 +309,10 @@ SessionServerStats SessionServer::stats() const {
   s.ring_corruptions = r(c.ring_corruptions);
   s.requests_failed = r(c.requests_failed);
   s.doorbells = r(c.doorbells);
+  s.wire_qps_active = r(c.wire_qps_active);
+  s.wire_connections = r(c.wire_connections);
+  s.wire_ack_timeouts = r(c.wire_ack_timeouts);
+  s.wire_requests = r(c.wire_requests);
   return s;
 }
 
@@ -273,6 +333,8 @@ int SessionServer::PollControl(int timeout_ms) {
     } else if (tag == kTagDoorbell) {
       Drain(fd);
       Add(counters_->doorbells, 1);
+    } else if (tag == kTagWire) {
+      Drain(fd);  // the events themselves are taken by PollWire
     } else {
       ready.push_back(fd);
     }
@@ -413,13 +475,25 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
           s->last_error = "no memory region of this session under that STag";
           break;
         }
-        stags_.Deregister(it->second->stag, it->second->pd);
-        s->registered_bytes -= it->second->length;
-        Sub(counters_->registered_bytes, it->second->length);
-        Sub(counters_->mapped_bytes, it->second->map.mapped_bytes());
+        std::unique_ptr<Mr> mr = std::move(it->second);
+        s->mrs.erase(it);
+        stags_.Deregister(mr->stag, mr->pd);
+        s->registered_bytes -= mr->length;
+        Sub(counters_->registered_bytes, mr->length);
+        Sub(counters_->mapped_bytes, mr->map.mapped_bytes());
         Sub(counters_->mrs_active, 1);
         Sub(counters_->stags_in_use, 1);
-        s->mrs.erase(it);
+        if (options_.wire_engine != nullptr) {
+          // The worker must stop using the bytes before they are unmapped.
+          WireCommand c;
+          c.type = WireCommandType::kDeregMr;
+          c.stag = mr->stag;
+          if (WireCall(&c) == ETIMEDOUT) {
+            auto z = std::make_unique<Zombie>();
+            z->mr = std::move(mr);
+            zombies_.push_back(std::move(z));
+          }
+        }
         break;
       }
       case Op::kInvalidate: {
@@ -431,6 +505,12 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         if (st != ddp::StagStatus::kOk) {
           err = EINVAL;
           s->last_error = std::string(ddp::StagStatusName(st));
+        } else if (options_.wire_engine != nullptr) {
+          WireCommand c;
+          c.type = WireCommandType::kInvalidate;
+          c.stag = idr.id;
+          c.pd = s->mrs[idr.id]->pd;
+          (void)WireCall(&c);  // the worker's view may already be invalid (remote)
         }
         break;
       }
@@ -476,7 +556,21 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
           }
         }
         if (err != 0) break;
-        auto* l = new Listener{next_id_++, s, lr.ipv4, lr.port};
+        const uint32_t lid = next_id_++;
+        if (options_.wire_engine != nullptr) {
+          WireCommand c;
+          c.type = WireCommandType::kListen;
+          c.listener_id = lid;
+          c.port = lr.port;
+          err = WireCall(&c);
+          if (err != 0) {
+            s->last_error = err == EADDRINUSE
+                                ? "port already in use on the data plane's TCP stack"
+                                : "the data plane could not listen on that port";
+            break;
+          }
+        }
+        auto* l = new Listener{lid, s, lr.ipv4, lr.port};
         listeners_.emplace(l->id, l);
         s->listeners.insert(l->id);
         SetBody(&resp, IdResp{l->id});
@@ -505,6 +599,14 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         }
         if (s->qps[idr.id]->state != QpState::kConnected) {
           err = ENOTCONN;
+          break;
+        }
+        if (s->qps[idr.id]->wire_owned) {
+          // RFC 5040 5.5 graceful close; kDisconnected arrives from the worker.
+          WireCommand c;
+          c.type = WireCommandType::kDisconnect;
+          c.qp = s->qps[idr.id]->wire.get();
+          if (!WirePush(c)) err = EAGAIN;
           break;
         }
         Disconnect(s->qps[idr.id].get(), 0);
@@ -615,6 +717,28 @@ int SessionServer::DoRegMr(Session* s, const Message& req, size_t len, int* fds,
     return ENOSPC;
   }
   mr->stag = *stag;
+  if (options_.wire_engine != nullptr) {
+    WireCommand c;
+    c.type = WireCommandType::kRegMr;
+    c.stag = *stag;
+    c.region = region;
+    c.region.stag = *stag;
+    c.region.valid = true;
+    c.mem = mr->map.data();
+    c.remote_invalidate = r.remote_invalidate != 0;
+    const int werr = WireCall(&c);
+    if (werr != 0) {
+      stags_.Deregister(*stag, r.pd);
+      if (werr == ETIMEDOUT) {
+        // The worker may yet insert it: keep the bytes mapped.
+        auto z = std::make_unique<Zombie>();
+        z->mr = std::move(mr);
+        zombies_.push_back(std::move(z));
+      }
+      s->last_error = "the data plane could not mirror the registration";
+      return werr == ETIMEDOUT ? ETIMEDOUT : ENOSPC;
+    }
+  }
   s->registered_bytes += r.length;
   Add(counters_->registered_bytes, r.length);
   Add(counters_->mapped_bytes, mr->map.mapped_bytes());
@@ -707,18 +831,28 @@ int SessionServer::DoConnect(Session* s, const Message& req, size_t len, Message
   auto it = s->qps.find(r.qp);
   if (it == s->qps.end()) return ENOENT;
   Qp* qp = it->second.get();
-  if (qp->state != QpState::kIdle) {
+  if (qp->state != QpState::kIdle || qp->wire_owned) {
     s->last_error = "QP is not idle";
     return EISCONN;
   }
+  const bool local = IsLocalAddress(r.ipv4);
   Listener* target = nullptr;
-  for (const auto& [id, l] : listeners_) {
-    if (l->port == r.port && (l->ipv4 == 0 || r.ipv4 == 0 || l->ipv4 == r.ipv4)) target = l;
+  if (local) {
+    for (const auto& [id, l] : listeners_) {
+      if (l->port == r.port && (l->ipv4 == 0 || r.ipv4 == 0 || l->ipv4 == r.ipv4)) target = l;
+    }
   }
   if (target == nullptr) {
-    // Only loopback exists until the iWARP engine places QPs on the wire.
-    s->last_error = "no listener of this daemon at that address (only loopback QPs so far)";
+    if (!local && options_.wire_engine != nullptr) return ConnectWire(s, qp, r);
+    s->last_error = options_.wire_engine == nullptr
+                        ? "no listener of this daemon at that address (this daemon has no "
+                          "data plane: loopback QPs only)"
+                        : "no listener of this daemon at that address";
     return ECONNREFUSED;
+  }
+  if (qp->scq->wire != nullptr || qp->rcq->wire != nullptr) {
+    s->last_error = "a CQ of this QP serves wire QPs; a loopback QP needs CQs of its own";
+    return EINVAL;
   }
   auto cr = std::make_unique<ConnRequest>();
   cr->id = next_id_++;
@@ -748,11 +882,37 @@ int SessionServer::DoAccept(Session* s, const Message& req, size_t len, Message*
   auto qit = s->qps.find(r.qp);
   if (qit == s->qps.end()) return ENOENT;
   Qp* qp = qit->second.get();
-  if (qp->state != QpState::kIdle) {
+  if (qp->state != QpState::kIdle || qp->wire_owned) {
     s->last_error = "accepting QP is not idle";
     return EISCONN;
   }
+  if (rit->second->wire) {
+    // A remote Request: the engine answers it with our private data; the
+    // QP reports kEstablished when the first FPDU / RTR arrives.
+    if (int err = PrepareWire(s, qp, options_.wire_mpa); err != 0) return err;
+    WireCommand c;
+    c.type = WireCommandType::kAccept;
+    c.qp = qp->wire.get();
+    c.request_id = rit->second->engine_request_id;
+    c.private_data_len = r.private_data_len;
+    std::memcpy(c.private_data, r.private_data, r.private_data_len);
+    if (!WirePush(c)) return EAGAIN;
+    requests_.erase(rit);
+    qp->wire_owned = true;
+    qp->state = QpState::kConnecting;
+    wire_qps_[qp->id] = qp;
+    Add(counters_->wire_qps_active, 1);
+    RebuildPollList();
+    return 0;
+  }
   Qp* init = rit->second->initiator;
+  for (Cq* cq : {qp->scq, qp->rcq, init->scq, init->rcq}) {
+    if (cq->wire != nullptr) {
+      s->last_error = "a CQ of these QPs serves wire QPs; a loopback QP needs CQs of its own";
+      return EINVAL;
+    }
+  }
+  for (Cq* cq : {qp->scq, qp->rcq, init->scq, init->rcq}) cq->loopback_bound = true;
   requests_.erase(rit);
   init->request_id = 0;
   qp->peer = init;
@@ -776,6 +936,32 @@ int SessionServer::DoReject(Session* s, const Message& req, size_t len, Message*
   if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData) return EINVAL;
   auto rit = requests_.find(r.request_id);
   if (rit == requests_.end() || rit->second->listener->owner != s) return ENOENT;
+  if (rit->second->wire) {
+    // A stand-in engine QP sends the MPA Reply with R=1 and our private
+    // data (RFC 5044 7.1.2), then hands itself back.
+    auto ctx = std::make_unique<WireQpContext>();
+    ctx->reject_only = true;
+    engine::QpOptions o;
+    o.mpa = options_.wire_mpa;
+    o.sq_depth = 1;
+    o.rq_depth = 1;
+    o.cq_depth = 2;
+    auto eqp = engine::Qp::Create(o, options_.wire_engine->stack(),
+                                  options_.wire_engine->memory(), *ctx);
+    if (!eqp.ok()) return ENOMEM;
+    ctx->engine = std::move(*eqp);
+    ctx->owner = options_.wire_engine;
+    WireCommand c;
+    c.type = WireCommandType::kReject;
+    c.qp = ctx.get();
+    c.request_id = rit->second->engine_request_id;
+    c.private_data_len = r.private_data_len;
+    std::memcpy(c.private_data, r.private_data, r.private_data_len);
+    if (!WirePush(c)) return EAGAIN;
+    requests_.erase(rit);
+    reject_ctxs_.emplace(ctx.get(), std::move(ctx));
+    return 0;
+  }
   Qp* init = rit->second->initiator;
   requests_.erase(rit);
   init->request_id = 0;
@@ -791,9 +977,18 @@ int SessionServer::DoReject(Session* s, const Message& req, size_t len, Message*
 }
 
 void SessionServer::DestroyListener(Listener* l) {
+  if (options_.wire_engine != nullptr) {
+    // The worker stops listening and resets the Requests nobody answered.
+    WireCommand c;
+    c.type = WireCommandType::kUnlisten;
+    c.listener_id = l->id;
+    (void)WireCall(&c);
+  }
   // Pending requests to it are refused.
   for (auto it = requests_.begin(); it != requests_.end();) {
-    if (it->second->listener == l) {
+    if (it->second->listener == l && it->second->wire) {
+      it = requests_.erase(it);
+    } else if (it->second->listener == l) {
       Qp* init = it->second->initiator;
       init->state = QpState::kIdle;
       init->request_id = 0;
@@ -827,6 +1022,20 @@ void SessionServer::DestroyQp(Session* s, Qp* qp) {
     }
   }
   if (qp->request_id != 0) requests_.erase(qp->request_id);
+  if (qp->wire_owned) {
+    // The worker lets go of the engine QP and the rings first.
+    WireCommand c;
+    c.type = WireCommandType::kDestroyQp;
+    c.qp = qp->wire.get();
+    wire_qps_.erase(qp->id);
+    Sub(counters_->wire_qps_active, 1);
+    if (WireCall(&c) == ETIMEDOUT) {
+      auto z = std::make_unique<Zombie>();
+      z->ctx = std::move(qp->wire);
+      z->shm = std::move(qp->shm);
+      zombies_.push_back(std::move(z));
+    }
+  }
   qp->scq->users--;
   qp->rcq->users--;
   Sub(counters_->mapped_bytes, qp->shm.mapped_bytes());
@@ -846,6 +1055,16 @@ void SessionServer::CloseSession(Session* s, const char* why) {
     Sub(counters_->mapped_bytes, mr->map.mapped_bytes());
     Sub(counters_->mrs_active, 1);
     Sub(counters_->stags_in_use, 1);
+    if (options_.wire_engine != nullptr) {
+      WireCommand c;
+      c.type = WireCommandType::kDeregMr;
+      c.stag = mr->stag;
+      if (WireCall(&c) == ETIMEDOUT) {
+        auto z = std::make_unique<Zombie>();
+        z->mr = std::move(mr);
+        zombies_.push_back(std::move(z));
+      }
+    }
   }
   s->mrs.clear();
   for (auto& [id, cq] : s->cqs) {
@@ -865,8 +1084,259 @@ void SessionServer::CloseSession(Session* s, const char* why) {
 void SessionServer::RebuildPollList() {
   poll_list_.clear();
   for (const auto& [fd, s] : sessions_) {
-    for (const auto& [id, qp] : s->qps) poll_list_.push_back(qp.get());
+    for (const auto& [id, qp] : s->qps) {
+      if (!qp->wire_owned) poll_list_.push_back(qp.get());  // the worker polls the others
+    }
   }
+}
+
+// ---- wire engine (control side) ------------------------------------------------------
+
+bool SessionServer::IsLocalAddress(uint32_t ipv4) const {
+  if (ipv4 == 0 || (ipv4 >> 24) == 127) return true;
+  return options_.wire_engine != nullptr && ipv4 == options_.wire_engine->local_ip();
+}
+
+bool SessionServer::WirePush(const WireCommand& cmd) {
+  // The worker drains commands every loop; a full ring means it is busy, so
+  // the control thread retries (it never makes the worker wait).
+  WireEngine* e = options_.wire_engine;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.wire_ack_timeout_ms);
+  while (!e->PushCommand(cmd)) {
+    PollWire();
+    if (std::chrono::steady_clock::now() > deadline) {
+      Add(counters_->wire_ack_timeouts, 1);
+      Log("app interface: wire engine command ring stayed full; command not sent");
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+int SessionServer::WireCall(WireCommand* cmd) {
+  WireEngine* e = options_.wire_engine;
+  cmd->seq = wire_seq_++;
+  if (wire_seq_ == 0) wire_seq_ = 1;
+  if (!WirePush(*cmd)) return ETIMEDOUT;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.wire_ack_timeout_ms);
+  for (;;) {
+    WireEvent ev;
+    if (e->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kAck && ev.seq == cmd->seq) return ev.status;
+      HandleWireEvent(ev);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      Add(counters_->wire_ack_timeouts, 1);
+      Log(absl::StrFormat("app interface: wire engine did not acknowledge command %u in %u ms",
+                          static_cast<unsigned>(cmd->type), options_.wire_ack_timeout_ms));
+      return ETIMEDOUT;
+    }
+    std::this_thread::yield();
+  }
+}
+
+uint32_t SessionServer::PollWire() {
+  if (options_.wire_engine == nullptr) return 0;
+  uint32_t n = 0;
+  WireEvent ev;
+  while (n < kBurst && options_.wire_engine->PopEvent(&ev)) {
+    HandleWireEvent(ev);
+    ++n;
+  }
+  return n;
+}
+
+void SessionServer::HandleWireEvent(const WireEvent& ev) {
+  auto find_qp = [&]() -> Qp* {
+    auto it = wire_qps_.find(ev.qp_id);
+    return it != wire_qps_.end() && it->second->wire.get() == ev.qp ? it->second : nullptr;
+  };
+  switch (ev.type) {
+    case WireEventType::kAck:
+      async_destroys_.erase(ev.seq);  // a stand-in reject QP is free again
+      return;
+    case WireEventType::kConnectRequest: {
+      auto lit = listeners_.find(ev.listener_id);
+      if (lit == listeners_.end()) {
+        WireCommand c;
+        c.type = WireCommandType::kDropRequest;
+        c.request_id = ev.request_id;
+        WirePush(c);
+        return;
+      }
+      auto cr = std::make_unique<ConnRequest>();
+      cr->id = next_id_++;
+      cr->listener = lit->second;
+      cr->wire = true;
+      cr->engine_request_id = ev.request_id;
+      Event out;
+      out.type = static_cast<uint32_t>(EventType::kConnectRequest);
+      out.listener_id = ev.listener_id;
+      out.request_id = cr->id;
+      out.private_data_len = std::min<uint32_t>(ev.private_data_len, kMaxPrivateData);
+      std::memcpy(out.private_data, ev.private_data, out.private_data_len);
+      requests_.emplace(cr->id, std::move(cr));
+      Add(counters_->wire_requests, 1);
+      PostEvent(lit->second->owner, out);
+      return;
+    }
+    case WireEventType::kRequestGone:
+      for (auto it = requests_.begin(); it != requests_.end(); ++it) {
+        if (it->second->wire && it->second->engine_request_id == ev.request_id) {
+          requests_.erase(it);
+          break;
+        }
+      }
+      return;
+    case WireEventType::kRemoteInvalidate:
+      // RFC 5040 6.3.1: mirrors the worker's view into the daemon's table.
+      (void)stags_.Invalidate(ev.stag, ev.pd, /*remote=*/true);
+      return;
+    default:
+      break;
+  }
+  // QP events.
+  if (auto rit = reject_ctxs_.find(ev.qp); rit != reject_ctxs_.end()) {
+    if (ev.type == WireEventType::kConnectFailed || ev.type == WireEventType::kDisconnected) {
+      WireCommand c;
+      c.type = WireCommandType::kDestroyQp;
+      c.qp = ev.qp;
+      c.seq = wire_seq_++;
+      if (wire_seq_ == 0) wire_seq_ = 1;
+      if (WirePush(c)) {
+        async_destroys_.emplace(c.seq, std::move(rit->second));
+        reject_ctxs_.erase(rit);
+      }
+    }
+    return;
+  }
+  Qp* qp = find_qp();
+  if (qp == nullptr) return;  // destroyed meanwhile
+  Event out;
+  out.qp_id = qp->id;
+  switch (ev.type) {
+    case WireEventType::kEstablished:
+      qp->state = QpState::kConnected;
+      Add(counters_->connections, 1);
+      Add(counters_->wire_connections, 1);
+      out.type = static_cast<uint32_t>(EventType::kEstablished);
+      out.mpa_flags = ev.mpa_flags;
+      out.private_data_len = std::min<uint32_t>(ev.private_data_len, kMaxPrivateData);
+      std::memcpy(out.private_data, ev.private_data, out.private_data_len);
+      break;
+    case WireEventType::kConnectFailed:
+      // The engine QP cannot connect again: the application destroys it.
+      qp->state = QpState::kError;
+      out.reason = ev.status;
+      if (ev.connect_error == static_cast<uint8_t>(engine::ConnectError::kRejected)) {
+        out.type = static_cast<uint32_t>(EventType::kRejected);
+        out.private_data_len = std::min<uint32_t>(ev.private_data_len, kMaxPrivateData);
+        std::memcpy(out.private_data, ev.private_data, out.private_data_len);
+      } else {
+        out.type = static_cast<uint32_t>(EventType::kConnectError);
+      }
+      break;
+    case WireEventType::kTerminate:
+      // RFC 5040 7.4: the Terminate triple, sent by us or received.
+      qp->state = QpState::kError;
+      out.type = static_cast<uint32_t>(EventType::kQpError);
+      out.reason = ev.sent ? EIO : EREMOTEIO;
+      out.term_layer = ev.term_layer;
+      out.term_etype = ev.term_etype;
+      out.term_code = ev.term_code;
+      break;
+    case WireEventType::kDisconnected:
+      qp->state = QpState::kError;
+      out.type = static_cast<uint32_t>(EventType::kDisconnected);
+      break;
+    default:
+      return;
+  }
+  PostEvent(qp->owner, out);
+}
+
+int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa) {
+  WireEngine* e = options_.wire_engine;
+  if (wire_qps_.size() + reject_ctxs_.size() >= e->options().max_qps) {
+    s->last_error = "the data plane's wire QP limit is reached";
+    return EDQUOT;
+  }
+  for (Cq* cq : {qp->scq, qp->rcq}) {
+    if (cq->loopback_bound) {
+      s->last_error = "a CQ of this QP serves loopback QPs; a wire QP needs CQs of its own";
+      return EINVAL;
+    }
+  }
+  auto ctx = std::make_unique<WireQpContext>();
+  ctx->qp_id = qp->id;
+  ctx->owner = e;
+  const QpLayout layout{qp->sq.entries(), qp->rq.entries()};
+  ctx->sq = SpscRing<Sqe>(qp->shm.data() + layout.sq_offset(), layout.sq_depth);
+  ctx->sq.AttachAsConsumer();
+  ctx->rq = SpscRing<Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
+  ctx->rq.AttachAsConsumer();
+  engine::QpOptions o;
+  o.mpa = mpa;
+  o.pd = qp->pd;
+  o.stream_id = qp->id;
+  o.sq_depth = layout.sq_depth;
+  o.rq_depth = layout.rq_depth;
+  o.cq_depth = layout.sq_depth + layout.rq_depth;
+  auto eqp = engine::Qp::Create(o, e->stack(), e->memory(), *ctx);
+  if (!eqp.ok()) {
+    s->last_error = std::string(eqp.status().message());
+    return EINVAL;
+  }
+  ctx->engine = std::move(*eqp);
+  ctx->InitSlots(layout.sq_depth);
+  for (Cq* cq : {qp->scq, qp->rcq}) {
+    if (cq->wire == nullptr) {
+      auto w = std::make_unique<WireCq>();
+      w->id = cq->id;
+      w->ring = SpscRing<Cqe>(cq->shm.data(), cq->ring.entries());
+      w->ring.AttachAsProducer();
+      w->eventfd = cq->eventfd.get();
+      cq->wire = std::move(w);
+    }
+  }
+  ctx->scq = qp->scq->wire.get();
+  ctx->rcq = qp->rcq->wire.get();
+  qp->wire = std::move(ctx);
+  return 0;
+}
+
+int SessionServer::ConnectWire(Session* s, Qp* qp, const ConnectReq& r) {
+  engine::MpaParams mpa = options_.wire_mpa;
+  if ((r.mpa_flags & kMpaOverride) != 0) {
+    mpa.crc = (r.mpa_flags & kMpaCrc) != 0;
+    mpa.want_markers = (r.mpa_flags & kMpaMarkers) != 0;
+  }
+  if (r.port == 0) {
+    s->last_error = "port 0";
+    return EINVAL;
+  }
+  if (int err = PrepareWire(s, qp, mpa); err != 0) return err;
+  WireCommand c;
+  c.type = WireCommandType::kConnect;
+  c.qp = qp->wire.get();
+  c.remote_ip = r.ipv4;
+  c.port = r.port;
+  c.private_data_len = r.private_data_len;
+  std::memcpy(c.private_data, r.private_data, r.private_data_len);
+  if (!WirePush(c)) {
+    qp->wire.reset();
+    return EAGAIN;
+  }
+  qp->wire_owned = true;
+  qp->state = QpState::kConnecting;
+  wire_qps_[qp->id] = qp;
+  Add(counters_->wire_qps_active, 1);
+  RebuildPollList();
+  return 0;
 }
 
 // ---- events and completions ------------------------------------------------------
@@ -1196,7 +1666,7 @@ uint32_t SessionServer::PollQp(Qp* qp) {
 }
 
 uint32_t SessionServer::PollQueues() {
-  uint32_t work = 0;
+  uint32_t work = PollWire();
   for (Qp* qp : poll_list_) work += PollQp(qp);
   for (Cq* cq : touched_cqs_) {
     cq->touched = false;
@@ -1226,8 +1696,12 @@ void SessionServer::Run(const std::atomic<bool>& stop) {
     for (Qp* qp : poll_list_) {
       if (qp->sq.PrepareToWait()) pending = true;
     }
+    if (options_.wire_engine != nullptr && options_.wire_engine->PrepareToWaitForEvents()) {
+      pending = true;
+    }
     if (!pending) PollControl(100);
     for (Qp* qp : poll_list_) qp->sq.CancelWait();
+    if (options_.wire_engine != nullptr) options_.wire_engine->CancelWaitForEvents();
     idle = 0;
   }
 }

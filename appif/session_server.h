@@ -1,7 +1,25 @@
 // The daemon side of the application interface: accepts libiwarp sessions on
 // a UNIX socket, keeps their protection domains, memory regions (STag table),
 // completion queues and queue pairs, and runs the loopback QP engine that
-// moves data between two QPs of this daemon.
+// moves data between two QPs of this daemon. QPs connected to other hosts
+// are handed to a WireEngine (options.wire_engine, wire_engine.h), which
+// runs them as iWARP on a worker's TcpStack.
+//
+// Thread ownership with a wire engine:
+//  - this (control) thread owns the socket, sessions, PDs, the STag table
+//    and MR mappings; every MR is mirrored into the worker's STag view and
+//    unmapped only after the worker acknowledged kDeregMr;
+//  - from the kConnect/kAccept command on, the worker is the only consumer
+//    of the QP's SQ/RQ and the only producer of its CQs; a CQ serves either
+//    loopback QPs or wire QPs for its whole life (EINVAL otherwise);
+//  - QP destroy, MR register/deregister, listen/unlisten wait (bounded by
+//    wire_ack_timeout_ms, handling other events meanwhile) for the worker's
+//    acknowledgement; what is not acknowledged in time stays mapped
+//    (stats().wire_ack_timeouts) instead of being freed under the worker.
+//  - A wire QP whose connection failed or ended stays in the error state:
+//    the application destroys it and creates a new one (no reconnect).
+//  - Wire QPs carry one non-empty SGE per work request (the engine places
+//    one local buffer); more complete with IWARP_WC_LOC_QP_OP_ERR.
 //
 // Hosting: no DPDK, no threads of its own. The host calls PollControl() (the
 // socket side: accept, requests, hang-ups; system calls) and PollQueues() (the
@@ -33,8 +51,14 @@
 #include "appif/shm_layout.h"
 #include "ddp/rdmap.h"
 #include "ddp/stag_table.h"
+#include "iwarp/qp.h"
 
 namespace iwarp::appif {
+
+class WireEngine;
+struct WireEvent;
+struct WireCommand;
+struct WireQpContext;
 
 struct SessionServerOptions {
   std::string socket_path;           // created (an old socket file is replaced)
@@ -49,6 +73,18 @@ struct SessionServerOptions {
   uint32_t event_queue_depth = 64;
   uint32_t stag_table_size = 65536;  // STag slots for the whole daemon
   uint32_t idle_polls_before_sleep = 2048;
+  // iWARP on the wire. nullptr: loopback QPs only. Owned by the host, which
+  // runs its Poll on the thread owning its TcpStack (a worker lcore) and
+  // keeps it alive until the server is destroyed. A connect to an address
+  // that is neither 0, 127.0.0.0/8 nor the engine's local_ip goes to the
+  // engine; iwarp_listen listens on the engine's stack as well.
+  WireEngine* wire_engine = nullptr;
+  // MPA parameters of wire QPs (CRC, Markers, IRD/ORD, revision, timeouts).
+  // A connect may override CRC and Markers (ConnectReq::mpa_flags).
+  engine::MpaParams wire_mpa;
+  // How long the control thread waits for the worker to acknowledge a
+  // command that releases or publishes memory (MR, QP destroy, listen).
+  uint32_t wire_ack_timeout_ms = 2000;
   // Control-path log sink ("session 3 opened by uid 1000 pid 42", ...).
   std::function<void(std::string_view)> log;
 };
@@ -76,6 +112,10 @@ struct SessionServerStats {
   uint64_t ring_corruptions = 0;   // impossible ring index seen
   uint64_t doorbells = 0;          // wake-ups by an application's doorbell
   uint64_t requests_failed = 0;    // control requests answered with an error
+  uint64_t wire_qps_active = 0;    // QPs handed to the wire engine, not yet destroyed
+  uint64_t wire_connections = 0;   // wire QPs that reached Full Operation
+  uint64_t wire_ack_timeouts = 0;  // worker did not acknowledge in time (memory kept mapped)
+  uint64_t wire_requests = 0;      // remote MPA Requests reported to applications
 };
 
 class SessionServer {
@@ -125,6 +165,18 @@ class SessionServer {
   void DestroyQp(Session* s, Qp* qp);
   void DestroyListener(Listener* l);
 
+  // Wire engine (control side). WireCall pushes a command and waits for its
+  // acknowledgement, handling other events meanwhile; returns the worker's
+  // status or ETIMEDOUT. WirePush only queues (retrying while the ring is
+  // full). PollWire handles the events waiting in the ring.
+  int WireCall(WireCommand* cmd);
+  bool WirePush(const WireCommand& cmd);
+  uint32_t PollWire();
+  void HandleWireEvent(const WireEvent& ev);
+  bool IsLocalAddress(uint32_t ipv4) const;
+  int PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa);
+  int ConnectWire(Session* s, Qp* qp, const ConnectReq& r);
+
   // Data path.
   uint32_t PollQp(Qp* qp);
   bool ExecuteSqe(Qp* qp, const Sqe& sqe);  // false: retry later (CQ full)
@@ -145,6 +197,15 @@ class SessionServer {
   std::map<uint32_t, std::unique_ptr<ConnRequest>> requests_;
   std::vector<Qp*> poll_list_;  // every QP; rebuilt on create/destroy
   std::vector<Cq*> touched_cqs_;  // CQs with new entries in this poll (preallocated)
+  std::map<uint32_t, Qp*> wire_qps_;  // QPs handed to the wire engine, by id
+  uint32_t wire_seq_ = 1;
+  // Stand-in QPs answering a remote Request with a reject, until the worker
+  // hands them back; and contexts whose destroy was never acknowledged
+  // (kept, with their memory mapped, rather than freed under the worker).
+  std::map<WireQpContext*, std::unique_ptr<WireQpContext>> reject_ctxs_;
+  std::map<uint32_t, std::unique_ptr<WireQpContext>> async_destroys_;  // by seq
+  struct Zombie;
+  std::vector<std::unique_ptr<Zombie>> zombies_;
 
   struct Counters;
   std::unique_ptr<Counters> counters_;

@@ -129,9 +129,16 @@ struct Event {
   uint8_t term_code = 0;
   uint8_t reserved0 = 0;
   uint32_t private_data_len = 0;
-  uint32_t reserved1 = 0;
+  uint32_t mpa_flags = 0;  // kEstablished: kEvMpa* bits of the connection
   uint8_t private_data[kMaxPrivateData] = {};
 };
+
+// Event::mpa_flags of kEstablished: what the MPA exchange negotiated
+// (RFC 5044 7.1.2: CRC if either side asked; Markers per direction).
+inline constexpr uint32_t kEvMpaWire = 1u << 0;        // an iWARP connection (not loopback)
+inline constexpr uint32_t kEvMpaCrc = 1u << 1;         // FPDUs carry CRC32c
+inline constexpr uint32_t kEvMpaTxMarkers = 1u << 2;   // we insert Markers
+inline constexpr uint32_t kEvMpaRxMarkers = 1u << 3;   // the peer inserts Markers
 static_assert(sizeof(Event) == 32 + kMaxPrivateData);
 
 // Layout of a QP's memfd: SQ ring, then RQ ring.

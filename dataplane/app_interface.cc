@@ -26,7 +26,8 @@ bool AppInterfaceStats(appif::SessionServerStats* out) {
   return true;
 }
 
-appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg) {
+appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg,
+                                                appif::WireEngine* wire) {
   const config::AppInterfaceConfig& a = cfg.app_interface;
   appif::SessionServerOptions o;
   o.socket_path = absl::StrCat(a.socket_dir, "/", cfg.eal.file_prefix, ".sock");
@@ -40,16 +41,29 @@ appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg) {
   o.max_queue_depth = a.max_queue_depth;
   o.event_queue_depth = a.event_queue_depth;
   o.stag_table_size = a.stag_table_size;
+  o.wire_engine = wire;
+  const config::IwarpConfig& iw = cfg.iwarp;
+  o.wire_mpa.revision = iw.revision;
+  o.wire_mpa.enhanced = iw.enhanced;
+  o.wire_mpa.crc = true;
+  o.wire_mpa.want_markers = false;
+  o.wire_mpa.ird = iw.ird;
+  o.wire_mpa.ord = iw.ord;
+  o.wire_mpa.rtr_types = iw.rtr_types;
+  o.wire_mpa.max_private_data = iw.max_private_data;
+  o.wire_mpa.request_timeout_us = uint64_t{iw.request_timeout_ms} * 1000;
+  o.wire_mpa.reply_timeout_us = uint64_t{iw.reply_timeout_ms} * 1000;
+  o.wire_mpa.rtr_timeout_us = uint64_t{iw.rtr_timeout_ms} * 1000;
   o.log = [](std::string_view line) { LogLine(config::LogLevel::kInfo, line); };
   return o;
 }
 
-absl::Status AppInterfaceHost::Start(const config::Config& cfg) {
+absl::Status AppInterfaceHost::Start(const config::Config& cfg, appif::WireEngine* wire) {
   const std::string& dir = cfg.app_interface.socket_dir;
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::ErrnoToStatus(errno, absl::StrCat("app_interface.socket_dir ", dir));
   }
-  auto server = appif::SessionServer::Create(AppInterfaceOptions(cfg));
+  auto server = appif::SessionServer::Create(AppInterfaceOptions(cfg, wire));
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
   stop_.store(false);
@@ -68,9 +82,10 @@ void AppInterfaceHost::Stop() {
   if (thread_.joinable()) thread_.join();
   if (server_ != nullptr) {
     const appif::SessionServerStats s = server_->stats();
-    LogInfo("app interface stopped: ", s.sessions_opened, " sessions served, ", s.connections,
-            " loopback connections, ", s.wrs_completed, " work requests, ", s.bytes_moved,
-            " bytes moved");
+    LogInfo("app interface stopped: ", s.sessions_opened, " sessions served, ",
+            s.connections - s.wire_connections, " loopback connections, ", s.wire_connections,
+            " iWARP connections, ", s.wrs_completed, " loopback work requests, ", s.bytes_moved,
+            " loopback bytes moved");
   }
   server_.reset();
 }

@@ -1,10 +1,15 @@
 // Hosts the application interface (appif::SessionServer) inside iwarpd.
 //
-// For now the server runs on one dedicated control thread of the daemon,
-// which serves the socket and also runs the loopback QP engine (its
-// PollQueues). Loopback QPs touch no packets, so no worker lcore is involved;
-// when the iWARP engine places QPs on the wire, a worker will call
-// PollQueues() for the QPs it owns instead.
+// The server runs on one dedicated control thread of the daemon, which
+// serves the socket, owns sessions and MR registration, and runs the
+// loopback QP engine (PollQueues). QPs connected to other hosts run on
+// worker 0's appif::WireEngine (engine::Qp over that worker's TcpStack); the
+// control thread reaches it only through the engine's command/event rings.
+// Multi-worker rule: application QPs live on worker 0; its active opens pick
+// local ports whose replies hash to worker 0; a passive connection to an
+// application listener is served only if its flow hashes to worker 0 (other
+// workers have no listener for it and answer RST) - use one worker, or let
+// the application side connect, when several workers run.
 #ifndef IWARPD_DATAPLANE_APP_INTERFACE_H_
 #define IWARPD_DATAPLANE_APP_INTERFACE_H_
 
@@ -21,7 +26,11 @@ namespace iwarp::dataplane {
 
 // The server options the config asks for; the socket is
 // app_interface.socket_dir/eal.file_prefix.sock.
-appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg);
+// `wire` (nullable) is worker 0's engine for QPs to other hosts; MPA
+// parameters come from the iwarp: section (CRC on, no Markers unless an
+// application asks per connection with iwarp_connect_mpa).
+appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg,
+                                                appif::WireEngine* wire = nullptr);
 
 // A snapshot of the running server's counters (SessionServer::stats()), for
 // the /iwarpd/app telemetry command; false while no server runs (disabled,
@@ -37,7 +46,8 @@ class AppInterfaceHost {
 
   // Creates the socket directory (0755) if missing, binds the socket and
   // starts the thread. Fails if another live daemon serves the same socket.
-  absl::Status Start(const config::Config& cfg);
+  // `wire`: see AppInterfaceOptions; it must outlive Stop().
+  absl::Status Start(const config::Config& cfg, appif::WireEngine* wire = nullptr);
   // Stops the thread; closing every session makes applications see
   // IWARP_EVENT_DEVICE_FATAL. Idempotent.
   void Stop();

@@ -124,7 +124,9 @@ absl::Status Serve(const config::Config& cfg) {
   // `rt`, so it stops first: sessions end before the workers and ports.
   AppInterfaceHost app_interface;
   if (cfg.app_interface.enabled) {
-    if (absl::Status s = app_interface.Start(cfg); !s.ok()) {
+    // Worker 0 hosts the application QPs that go on the wire.
+    appif::WireEngine* wire = rt.workers.empty() ? nullptr : rt.workers[0]->wire_engine();
+    if (absl::Status s = app_interface.Start(cfg, wire); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("app interface: ", s.message()));
     }
   }

@@ -245,6 +245,24 @@ absl::Status Worker::InitTcp() {
     }
     services_.push_back(std::move(svc));
   }
+  // Application QPs on the wire live on worker 0: the control thread hands
+  // them to one engine, and with several workers the port filter above
+  // keeps the replies of worker 0's active opens on worker 0.
+  if (index_ == 0 && cfg_.app_interface.enabled && !local_addrs_.empty()) {
+    appif::WireEngineOptions wo;
+    wo.local_ip = local_addrs_[0].addr;
+    wo.max_qps = 256;
+    wo.max_listeners = 64;
+    wo.max_pending = 64;
+    wo.stag_capacity = cfg_.app_interface.stag_table_size;
+    wo.event_depth = 2048;
+    absl::StatusOr<std::unique_ptr<appif::WireEngine>> w = appif::WireEngine::Create(wo, *tcp_);
+    if (!w.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("app interface wire engine on lcore ", lcore_, ": ", w.status().message()));
+    }
+    wire_ = std::move(*w);
+  }
   snapshot_.enabled = true;
   snapshot_.conns.resize(cfg_.tcp.max_connections);
   snapshot_.conn_service.resize(cfg_.tcp.max_connections);
@@ -302,12 +320,13 @@ bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
   return true;
 }
 
-void Worker::PollTcp(uint64_t now_ms) {
-  if (tcp_ == nullptr) return;
+uint32_t Worker::PollTcp(uint64_t now_ms) {
+  if (tcp_ == nullptr) return 0;
   tcp_->RunTimers(clock_.now_us);
   for (const std::unique_ptr<TcpService>& s : services_) {
     if (s != nullptr) s->Poll(now_ms);
   }
+  return wire_ != nullptr ? wire_->Poll(clock_.now_us) : 0;
 }
 
 void Worker::FillTcpSnapshot() {
@@ -556,6 +575,9 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   void* objs[kMaxBurst];
   n = rte_ring_sc_dequeue_burst(steer_ring_, objs, burst_, nullptr);
   stats_->steered_in.Add(n);
+  // Receives the applications posted before this burst arrived reach their
+  // engine QPs first (WireEngine::PostReceives).
+  if (n != 0 && wire_ != nullptr) wire_->PostReceives();
   for (unsigned i = 0; i < n; ++i) {
     HandlePacket(static_cast<rte_mbuf*>(objs[i]), /*steered=*/true, now_ms);
   }
@@ -563,6 +585,7 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
 
   for (const RxQueue& q : rx_queues_) {
     const uint16_t nb = rte_eth_rx_burst(q.port_id, q.queue_id, pkts, burst_);
+    if (nb != 0 && wire_ != nullptr) wire_->PostReceives();
     work += ReceiveBurst(pkts, nb, now_ms);
   }
   if (tcp_ != nullptr) tcp_->EndBurst(clock_.now_us);
@@ -574,7 +597,7 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   for (ImpairmentStage* stage : impair_stages_) {
     if (stage->held() != 0) stage->Poll(now_ms);
   }
-  PollTcp(now_ms);
+  work += PollTcp(now_ms);
   // A telemetry request: answer from this lcore, which owns the stack.
   const uint64_t request = snapshot_request_.load(std::memory_order_acquire);
   if (request != snapshot_served_) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "appif/wire_engine.h"
 #include "config/config.h"
 #include "dataplane/l3/stack.h"
 #include "dataplane/impair/impairment.h"
@@ -112,6 +113,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   const TcpSnapshot* RequestTcpSnapshot(uint32_t timeout_ms);
   tcp::TcpStack* tcp_stack() { return tcp_.get(); }
   const std::vector<std::unique_ptr<TcpService>>& services() const { return services_; }
+  // The engine of application QPs on the wire (libiwarp QPs connected to
+  // other hosts): worker 0 only, when tcp: and app_interface: are enabled;
+  // nullptr otherwise. Polled by this worker every loop; the control thread
+  // reaches it only through its rings (appif/wire_engine.h).
+  appif::WireEngine* wire_engine() { return wire_.get(); }
 
   const L3Stack& stack() const { return stack_; }
   // Frames the impairment stages of this worker hold (delay, reorder).
@@ -174,7 +180,9 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   void FlushAll();
   void DrainRings();
   absl::Status InitTcp();
-  void PollTcp(uint64_t now_ms);
+  // Timers, services and the wire engine; returns the wire engine's work
+  // (application QPs count as activity: no idle sleep while they move data).
+  uint32_t PollTcp(uint64_t now_ms);
   void FillTcpSnapshot();
   static bool PortOwnedHere(void* worker, const tcp::FourTuple& tuple);
 
@@ -213,6 +221,9 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   uint64_t hz_ = 1;
   uint16_t ip_id_ = 0;
   std::unique_ptr<tcp::IsnGenerator> isn_;
+  // Declared before tcp_: destroyed after the stack, which may still hold
+  // its listeners and connection proxies.
+  std::unique_ptr<appif::WireEngine> wire_;
   std::unique_ptr<tcp::TcpStack> tcp_;
   ServiceClock clock_;
   std::vector<std::unique_ptr<TcpService>> services_;

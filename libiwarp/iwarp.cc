@@ -437,15 +437,35 @@ int iwarp_unlisten(iwarp_session* s, uint32_t listener_id) {
   return CallSimple(s, ai::Op::kUnlisten, ai::IdReq{listener_id}, nullptr);
 }
 
-int iwarp_connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len) {
+namespace {
+int Connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len, uint16_t flags) {
   if (len > ai::kMaxPrivateData || (len > 0 && pd == nullptr)) return -EINVAL;
   ai::ConnectReq req;
   req.qp = qp->id;
   req.ipv4 = addr->ipv4;
   req.port = addr->port;
+  req.mpa_flags = flags;
   req.private_data_len = len;
   if (len > 0) std::memcpy(req.private_data, pd, len);
   return CallSimple(qp->s, ai::Op::kConnect, req, nullptr);
+}
+}  // namespace
+
+static_assert(IWARP_MPA_STATE_WIRE == ai::kEvMpaWire && IWARP_MPA_STATE_CRC == ai::kEvMpaCrc &&
+              IWARP_MPA_STATE_TX_MARKERS == ai::kEvMpaTxMarkers &&
+              IWARP_MPA_STATE_RX_MARKERS == ai::kEvMpaRxMarkers);
+
+int iwarp_connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len) {
+  return Connect(qp, addr, pd, len, 0);
+}
+
+int iwarp_connect_mpa(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len,
+                      uint32_t mpa_flags) {
+  if ((mpa_flags & ~uint32_t{IWARP_MPA_CRC | IWARP_MPA_MARKERS}) != 0) return -EINVAL;
+  uint16_t f = ai::kMpaOverride;
+  if ((mpa_flags & IWARP_MPA_CRC) != 0) f |= ai::kMpaCrc;
+  if ((mpa_flags & IWARP_MPA_MARKERS) != 0) f |= ai::kMpaMarkers;
+  return Connect(qp, addr, pd, len, f);
 }
 
 int iwarp_accept(iwarp_session* s, uint32_t request_id, iwarp_qp* qp, const void* pd,

@@ -15,6 +15,15 @@
  * iwarp_post_recv on one QP, and iwarp_poll_cq / iwarp_cq_wait on one CQ,
  * must each be used by one thread at a time.
  *
+ * Connections: iwarp_connect to a listener of the same daemon (address 0,
+ * 127.x or the daemon's own) makes a loopback QP pair; to any other address
+ * an iWARP connection (MPA over TCP, RFC 5044/5041/5040) from the daemon's
+ * data plane, answered by iwarp_listen/iwarp_accept of an application on
+ * the remote daemon (or any iWARP peer). A CQ serves loopback QPs or iWARP
+ * QPs, not both. On iWARP QPs a work request uses one non-empty SGE, and a
+ * Send needs a receive posted at the peer before it leaves (RFC 5041 7.1:
+ * otherwise the stream terminates).
+ *
  * Memory: the daemon maps registered memory, so it must live in a memfd
  * sealed against shrinking. iwarp_mem_alloc() provides such memory (huge pages
  * when asked and available); iwarp_reg_mr_fd() registers a range of the
@@ -154,10 +163,25 @@ struct iwarp_event {
   uint8_t term_code;
   uint8_t reserved0;
   uint32_t private_data_len;
-  uint32_t reserved1;
+  uint32_t mpa_flags; /* ESTABLISHED: enum iwarp_mpa_state bits */
   uint8_t private_data[IWARP_MAX_PRIVATE_DATA];
 };
 
+/* iwarp_event.mpa_flags of IWARP_EVENT_ESTABLISHED: the negotiated MPA
+ * framing (RFC 5044 7.1.2). 0 for a loopback connection (no framing). */
+enum iwarp_mpa_state {
+  IWARP_MPA_STATE_WIRE = 1u << 0,       /* iWARP over TCP to another daemon */
+  IWARP_MPA_STATE_CRC = 1u << 1,        /* FPDUs carry CRC32c */
+  IWARP_MPA_STATE_TX_MARKERS = 1u << 2, /* we insert Markers (the peer asked) */
+  IWARP_MPA_STATE_RX_MARKERS = 1u << 3, /* the peer inserts Markers (we asked) */
+};
+/* iwarp_connect_mpa flags: the MPA Request of this connection asks for CRC
+ * (C) and/or Markers (M) instead of the daemon's configured defaults. CRC is
+ * used if either side asks (RFC 5044 7.1.2). Loopback connections ignore them. */
+enum iwarp_mpa_flags {
+  IWARP_MPA_CRC = 1u << 0,
+  IWARP_MPA_MARKERS = 1u << 1,
+};
 struct iwarp_addr {
   uint32_t ipv4; /* host byte order; 0 = any address of the daemon */
   uint16_t port;
@@ -216,6 +240,10 @@ int iwarp_listen(struct iwarp_session* s, const struct iwarp_addr* addr, uint32_
 int iwarp_unlisten(struct iwarp_session* s, uint32_t listener_id);
 int iwarp_connect(struct iwarp_qp* qp, const struct iwarp_addr* addr, const void* private_data,
                   uint32_t private_data_len);
+/* As iwarp_connect, with the MPA options of this connection (IWARP_MPA_*)
+ * replacing the daemon's defaults. */
+int iwarp_connect_mpa(struct iwarp_qp* qp, const struct iwarp_addr* addr, const void* private_data,
+                      uint32_t private_data_len, uint32_t mpa_flags);
 int iwarp_accept(struct iwarp_session* s, uint32_t request_id, struct iwarp_qp* qp,
                  const void* private_data, uint32_t private_data_len);
 int iwarp_reject(struct iwarp_session* s, uint32_t request_id, const void* private_data,

@@ -19,6 +19,12 @@
 #include "libiwarp/iwarp.h"
 #include "libiwarp/iwarp.hpp"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IWARP_TEST_UNDER_ASAN 1
+#endif
+#endif
+
 namespace iwarp::appif {
 namespace {
 
@@ -517,7 +523,16 @@ TEST(LoopbackStress, CreateDestroyLoopLeaksNothing) {
   EXPECT_EQ(s.mapped_bytes, 0u);
   EXPECT_EQ(s.registered_bytes, 0u);
   EXPECT_EQ(CountFds(), fds);
+#if defined(__SANITIZE_ADDRESS__) || defined(IWARP_TEST_UNDER_ASAN)
+  // ASan's allocator maps its size-class regions in steps as the heap
+  // churns (measured: +4 lines after 450 rounds with the server of before
+  // the wire engine, +4 after 150 with today's larger objects); the memfd
+  // mappings this test is about are one line each per round, so a real leak
+  // still exceeds the slack, and LeakSanitizer checks the heap.
+  EXPECT_LE(CountMaps(), maps + 16);
+#else
   EXPECT_EQ(CountMaps(), maps);
+#endif
 }
 
 }  // namespace

@@ -480,14 +480,32 @@ double CopyBaseline(uint8_t* mem, uint64_t size, uint64_t iters) {
   return double(size) * double(n) / secs / (1024.0 * 1024.0);
 }
 
-void PrintHeader(const Options& o) {
+// `mpa` is iwarp_event.mpa_flags of the ESTABLISHED event (what the MPA
+// exchange negotiated; 0 for a loopback QP).
+void PrintHeader(const Options& o, uint32_t mpa) {
   const bool lat = o.test == Test::kWriteLat || o.test == Test::kReadLat || o.test == Test::kSendLat;
   printf("---------------------------------------------------------------------------------------\n");
   printf("                    %s\n", kTestTitles[int(o.test)]);
-  printf(" Transport       : loopback QP through iwarpd (same daemon)\n");
+  if ((mpa & IWARP_MPA_STATE_WIRE) != 0) {
+    printf(" Transport       : iWARP (MPA/TCP) to %u.%u.%u.%u:%u through two iwarpd\n",
+           o.server_ipv4 >> 24, (o.server_ipv4 >> 16) & 255, (o.server_ipv4 >> 8) & 255,
+           o.server_ipv4 & 255, o.port);
+  } else {
+    printf(" Transport       : loopback QP through iwarpd (same daemon)\n");
+  }
   printf(" TX depth        : %u\n", lat ? 1 : o.queue_depth);
-  printf(" CRC             : %s\n", o.crc ? "requested; n/a for loopback QPs" : "off (n/a for loopback QPs)");
-  printf(" Markers         : %s\n", o.markers ? "requested; n/a for loopback QPs" : "off (n/a for loopback QPs)");
+  if ((mpa & IWARP_MPA_STATE_WIRE) != 0) {
+    printf(" CRC             : %s (negotiated%s)\n", (mpa & IWARP_MPA_STATE_CRC) != 0 ? "on" : "off",
+           o.crc ? "; --crc asked" : "");
+    const bool tx = (mpa & IWARP_MPA_STATE_TX_MARKERS) != 0;
+    const bool rx = (mpa & IWARP_MPA_STATE_RX_MARKERS) != 0;
+    printf(" Markers         : %s (negotiated%s)\n",
+           tx && rx ? "both ways" : tx ? "we send" : rx ? "peer sends" : "off",
+           o.markers ? "; --markers asked" : "");
+  } else {
+    printf(" CRC             : %s\n", o.crc ? "requested; n/a for loopback QPs" : "off (n/a for loopback QPs)");
+    printf(" Markers         : %s\n", o.markers ? "requested; n/a for loopback QPs" : "off (n/a for loopback QPs)");
+  }
   printf(" Data verified   : %s\n", o.verify ? "yes" : "no");
   if (lat && o.test != Test::kReadLat) printf(" Latency         : half the round trip (as perftest)\n");
   printf("---------------------------------------------------------------------------------------\n");
@@ -541,7 +559,11 @@ int RunClient(const Options& o) {
   Hello h{kMagic, kVersion, uint32_t(o.test), o.verify ? 1u : 0u, o.queue_depth, 0,
           max_size, side.mr.addr, side.data_bytes, side.mr.stag, 0};
   iwarp_addr addr{o.server_ipv4, o.port};
-  int r = iwarp_connect(side.qp, &addr, &h, sizeof(h));
+  // --crc / --markers replace the daemon's MPA defaults for this connection.
+  const uint32_t mpa_flags = (o.crc ? uint32_t{IWARP_MPA_CRC} : 0u) |
+                             (o.markers ? uint32_t{IWARP_MPA_MARKERS} : 0u);
+  int r = (o.crc || o.markers) ? iwarp_connect_mpa(side.qp, &addr, &h, sizeof(h), mpa_flags)
+                               : iwarp_connect(side.qp, &addr, &h, sizeof(h));
   if (r != 0) Die(kExitSetup, "connect to port %u: %s (%s)", o.port, strerror(-r), Err(side));
   iwarp_event ev;
   const int er = iwarp_get_event(side.s, &ev, 10000);
@@ -558,7 +580,7 @@ int RunClient(const Options& o) {
   if (ev.private_data_len != sizeof(w)) Die(kExitSetup, "server sent no iwarp-perf Welcome");
   memcpy(&w, ev.private_data, sizeof(w));
   if (w.magic != kMagic) Die(kExitSetup, "server sent a bad Welcome");
-  PrintHeader(o);
+  PrintHeader(o, ev.mpa_flags);
 
   int rc = kExitOk;
   // What the daemon moves for us and the server: payload of the tests, the
@@ -741,9 +763,10 @@ void Usage(FILE* f) {
           "  -S, --socket PATH      iwarpd application socket (default $IWARPD_SOCKET or\n"
           "                         /run/iwarpd/iwarpd.sock)\n"
           "  -V, --verify           check every byte (client and server); slower\n"
-          "      --crc, --markers   accepted and reported, but n/a today: QPs reach only\n"
-          "                         listeners of the same daemon (loopback QPs), which\n"
-          "                         have no MPA framing, so no CRC and no markers\n"
+          "      --crc, --markers   client: ask for MPA CRC / Markers on this connection\n"
+          "                         (RFC 5044; otherwise the daemon's defaults apply). Only\n"
+          "                         iWARP QPs to another daemon have MPA framing; loopback\n"
+          "                         QPs (SERVER_IPV4 of this daemon or 127.x) ignore them\n"
           "  -h, --help\n"
           "The server serves one client, then exits.\n"
           "Output (client): a perftest-like table; MiB = 2^20 bytes; bandwidth rows end with\n"
@@ -849,8 +872,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (o.test == Test::kWriteLat && o.size < 1) return kExitUsage;
-  if (o.crc || o.markers) {
-    fprintf(stderr, "iwarp-perf: --crc/--markers: n/a for loopback QPs (no MPA framing); ignored\n");
+  if (o.server && (o.crc || o.markers)) {
+    fprintf(stderr, "iwarp-perf: --crc/--markers act on the client's connect; the server "
+                    "answers with its daemon's settings\n");
   }
   return o.server ? RunServer(o) : RunClient(o);
 }

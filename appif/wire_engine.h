@@ -1,0 +1,305 @@
+// The wire engine: application QPs of libiwarp sessions carried over iWARP
+// (engine::Qp on a tcp::TcpStack) instead of the loopback engine.
+//
+// Threading (ARCHITECTURE.md "threading"):
+//  - A WireEngine is created for one TcpStack and Poll() runs ONLY on the
+//    thread that owns that stack (a worker lcore; a test thread in tests).
+//  - The control thread (SessionServer) talks to it only through two
+//    bounded SPSC rings: commands in (PushCommand, control thread only) and
+//    events out (PopEvent, control thread only). No locks.
+//  - Everything the worker touches is preallocated by the control thread:
+//    a WireQpContext (engine::Qp, ring views) is allocated before it is
+//    handed over in a command and freed only after the worker handed it
+//    back (kAck of kDestroyQp). Memory regions are mirrored into a
+//    worker-local STag view (WireStagView); the control thread unmaps a
+//    region only after the kAck of its kDeregMr.
+//  - After a QP is handed over (kConnect / kAccept), the worker is the sole
+//    consumer of its SQ and RQ rings and the sole producer of its CQ rings
+//    (SessionServer refuses to mix loopback and wire QPs on one CQ).
+//
+// Fast path (Poll): no allocation, locks or logging. System calls only to
+// ring an application's CQ eventfd or the control thread's event eventfd,
+// and only when that side announced it sleeps (spsc_ring.h doorbells).
+// Shared memory is copied out before use; SQE/RQE fields are validated
+// (opcode, SGE count, lkey/PD/bounds/rights by the engine's local checks).
+#ifndef IWARPD_APPIF_WIRE_ENGINE_H_
+#define IWARPD_APPIF_WIRE_ENGINE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "appif/shm.h"
+#include "appif/shm_layout.h"
+#include "appif/spsc_ring.h"
+#include "ddp/placement.h"
+#include "ddp/stag_table.h"
+#include "iwarp/qp.h"
+#include "tcp_lite/tcp_stack.h"
+
+namespace iwarp::appif {
+
+class WireEngine;
+
+// A CQ ring as the worker produces into it. Created by the control thread
+// when the CQ is first bound to a wire QP; after that only the worker
+// touches it. `ring` is a producer view of the application's CQ memfd.
+struct WireCq {
+  uint32_t id = 0;
+  SpscRing<Cqe> ring;
+  int eventfd = -1;  // the application's CQ eventfd (owned by the session)
+  bool touched = false;
+};
+
+// One application QP on the wire. Allocated by the control thread, owned by
+// the worker between the kConnect/kAccept command and the kAck of
+// kDestroyQp. The fields before `engine` are immutable once handed over.
+struct WireQpContext final : engine::QpObserver {
+  uint32_t qp_id = 0;
+  bool reject_only = false;  // a stand-in QP that only answers a Request with a reject
+  SpscRing<Sqe> sq;          // consumer view (unused when reject_only)
+  SpscRing<Rqe> rq;
+  WireCq* scq = nullptr;
+  WireCq* rcq = nullptr;
+  std::unique_ptr<engine::Qp> engine;
+  // Worker-owned state.
+  WireEngine* owner = nullptr;
+  uint32_t pending_slot = UINT32_MAX;  // passive: the proxy that feeds it
+  bool in_active_list = false;
+  bool established = false;
+  bool failed_reported = false;
+  bool accept = true;  // decision returned to the engine (passive side)
+  uint32_t reply_pd_len = 0;
+  uint8_t reply_pd[kMaxPrivateData] = {};
+  // Send work requests in the engine: the engine carries a slot index as its
+  // wr_id; the slot keeps the application's wr_id and whether it asked for a
+  // completion on success (the engine completes every request).
+  struct SqSlot {
+    uint64_t wr_id = 0;
+    bool signaled = false;
+  };
+  std::unique_ptr<SqSlot[]> sq_slots;       // sq depth entries
+  std::unique_ptr<uint32_t[]> free_slots;  // stack of free slot indices
+  uint32_t nfree = 0;
+  // Control path: sizes the slot table for an SQ of `depth` entries.
+  void InitSlots(uint32_t depth);
+
+  // engine::QpObserver (called on the worker).
+  engine::AcceptDecision OnConnectRequest(engine::Qp& qp, const mpa::StartupFrame& req) override;
+  void OnEstablished(engine::Qp& qp, ByteSpan peer_private_data) override;
+  void OnConnectFailed(engine::Qp& qp, engine::ConnectError e, ByteSpan peer_private_data) override;
+  void OnTerminate(engine::Qp& qp, const rdmap::TerminateCode& code, bool sent) override;
+  void OnDisconnected(engine::Qp& qp) override;
+};
+
+enum class WireCommandType : uint8_t {
+  kRegMr,       // stag, region, mem -> kAck
+  kDeregMr,     // stag -> kAck (after it the worker never touches the bytes)
+  kInvalidate,  // stag, pd: local invalidation (RFC 5042 5.2) -> kAck
+  kListen,      // listener_id, port -> kAck (status: errno)
+  kUnlisten,    // listener_id -> kAck (pending requests of it are reset)
+  kConnect,     // qp, remote_ip, remote_port, private data (active open)
+  kAccept,      // qp, request_id, private data
+  kReject,      // qp (reject_only), request_id, private data
+  kDropRequest, // request_id: reset a pending passive connection
+  kDisconnect,  // qp: graceful close (RFC 5040 5.5)
+  kDestroyQp,   // qp -> kAck; the context is the control thread's again
+};
+
+struct WireCommand {
+  WireCommandType type = WireCommandType::kRegMr;
+  uint32_t seq = 0;  // echoed in kAck
+  WireQpContext* qp = nullptr;
+  uint32_t stag = 0;
+  uint32_t pd = 0;
+  bool remote_invalidate = true;
+  ddp::TaggedRegion region;
+  uint8_t* mem = nullptr;  // region bytes, region.length long (kRegMr)
+  uint32_t listener_id = 0;
+  uint32_t request_id = 0;
+  uint32_t remote_ip = 0;
+  uint16_t port = 0;
+  uint32_t private_data_len = 0;
+  uint8_t private_data[kMaxPrivateData] = {};
+};
+
+enum class WireEventType : uint8_t {
+  kAck,             // seq, status (0 or errno)
+  kConnectRequest,  // listener_id, request_id, private data
+  kRequestGone,     // request_id: the peer went away before an answer
+  kEstablished,     // qp, private data of the peer
+  kConnectFailed,   // qp, status (errno), connect_error, private data
+  kTerminate,       // qp, Terminate triple, sent
+  kDisconnected,    // qp
+  kRemoteInvalidate,  // stag, pd: the peer's Send with Invalidate succeeded
+};
+
+struct WireEvent {
+  WireEventType type = WireEventType::kAck;
+  uint8_t connect_error = 0;  // engine::ConnectError
+  bool sent = false;
+  uint8_t term_layer = 0, term_etype = 0, term_code = 0;
+  uint32_t seq = 0;
+  int32_t status = 0;
+  WireQpContext* qp = nullptr;
+  uint32_t qp_id = 0;
+  uint32_t listener_id = 0;
+  uint32_t request_id = 0;
+  uint32_t stag = 0;
+  uint32_t pd = 0;
+  uint32_t mpa_flags = 0;  // kEstablished: kEvMpa* (shm_layout.h)
+  uint32_t private_data_len = 0;
+  uint8_t private_data[kMaxPrivateData] = {};
+};
+
+struct WireEngineOptions {
+  uint32_t local_ip = 0;          // host order; the stack's address used for active opens
+  uint32_t max_qps = 256;         // wire QPs at once on this engine (and stand-in reject QPs)
+  uint32_t max_listeners = 64;
+  uint32_t max_pending = 64;      // passive connections waiting for accept/reject
+  // A remote Request no application answered within this time is reset (a
+  // peer cannot hold the pending slots forever).
+  uint64_t pending_timeout_us = 10'000'000;
+  uint32_t stag_capacity = 65536; // STag indices mirrored (SessionServerOptions::stag_table_size)
+  uint32_t command_depth = 256;
+  uint32_t event_depth = 1024;
+  uint32_t burst = 32;            // SQEs/RQEs/completions per QP per Poll
+};
+
+// Counters; written by the worker, read anywhere (relaxed).
+struct WireEngineStats {
+  uint64_t commands = 0;
+  uint64_t events = 0;
+  uint64_t events_dropped = 0;   // event ring full (sized so this stays 0)
+  uint64_t wrs_posted = 0;       // SQEs handed to engines
+  uint64_t recvs_posted = 0;
+  uint64_t completions = 0;      // CQEs written
+  uint64_t wrs_flushed = 0;      // SQ/RQ ring entries flushed by the worker
+  uint64_t bad_sqes = 0;         // malformed SQE/RQE (opcode, SGE count, SG list)
+  uint64_t ring_corruptions = 0; // impossible ring index from an application
+  uint64_t requests = 0;         // remote MPA Requests reported
+  uint64_t requests_refused = 0; // no listener slot / pending slot / garbage
+  uint64_t connections = 0;      // reached Full Operation
+};
+
+// STag lookups for the engines of one worker: a copy of the control
+// thread's table entries for every registered region, indexed by STag
+// index. Worker-only after construction.
+class WireStagView final : public ddp::StagTable {
+ public:
+  explicit WireStagView(uint32_t capacity);
+  const ddp::TaggedRegion* Find(uint32_t stag) const override;
+  bool Insert(const ddp::TaggedRegion& r, uint8_t* mem, bool remote_invalidate);
+  void Remove(uint32_t stag);
+  ddp::StagStatus Invalidate(uint32_t stag, uint32_t pd, bool remote);
+  MutableByteSpan Bytes(uint64_t handle);
+
+ private:
+  struct Slot {
+    ddp::TaggedRegion region;
+    uint8_t* mem = nullptr;
+    bool used = false;
+    bool remote_invalidate = true;
+  };
+  std::vector<Slot> slots_;
+};
+
+class WireEngine final : private engine::MemoryDomain {
+ public:
+  // Control path (any thread, before the worker starts polling): allocates
+  // rings, tables and the event eventfd. Teardown order: SessionServer (it
+  // destroys every wire QP through the engine), then the TcpStack, then the
+  // engine.
+  static absl::StatusOr<std::unique_ptr<WireEngine>> Create(const WireEngineOptions& options,
+                                                            tcp::TcpStack& stack);
+  ~WireEngine() override;
+
+  // ---- worker thread (the stack's owner) ----
+  // Commands, SQ/RQ consumption, engine Poll, completions to CQ rings,
+  // flushes. Returns the amount of work done (0: idle).
+  uint32_t Poll(uint64_t now_us);
+  // Moves receive work requests from the applications' RQ rings into the
+  // engines. The host calls it after taking a receive burst from the port
+  // and before handing that burst to the stack: a Send that left the peer
+  // after our application posted its receive then always finds the buffer
+  // (RFC 5041 7.1: otherwise "no buffer available" terminates the stream).
+  uint32_t PostReceives();
+
+  // ---- control thread ----
+  // False when the command ring is full (retry later).
+  bool PushCommand(const WireCommand& cmd);
+  bool PopEvent(WireEvent* ev);
+  // Before the control thread sleeps: true if events are already waiting.
+  bool PrepareToWaitForEvents() { return events_.PrepareToWait(); }
+  void CancelWaitForEvents() { events_.CancelWait(); }
+  // Readable when events were published while the control thread slept.
+  int event_fd() const { return event_fd_.get(); }
+
+  const WireEngineOptions& options() const { return options_; }
+  uint32_t local_ip() const { return options_.local_ip; }
+  WireEngineStats stats() const;
+  tcp::TcpStack& stack() { return stack_; }
+
+  // engine::MemoryDomain for the engines of this worker.
+  engine::MemoryDomain& memory() { return *this; }
+
+  struct Listener;
+  struct Pending;
+
+ private:
+  friend struct WireQpContext;
+  friend struct Listener;
+  friend struct Pending;
+  WireEngine(const WireEngineOptions& options, tcp::TcpStack& stack);
+
+  // engine::MemoryDomain.
+  const ddp::StagTable& stags() const override { return view_; }
+  MutableByteSpan Resolve(uint64_t handle) override { return view_.Bytes(handle); }
+  ddp::StagStatus InvalidateRemote(uint32_t stag, uint32_t pd) override;
+
+  bool Emit(const WireEvent& ev);
+  bool HandleCommand(const WireCommand& cmd);  // false: retry (event ring full)
+  void Ack(uint32_t seq, int status);
+  // False when max_qps contexts are active already (nothing changed).
+  bool Activate(WireQpContext* qp);
+  void FailCommand(WireQpContext* qp, int status);  // kConnectFailed
+  void Deactivate(WireQpContext* qp);
+  void Release(WireQpContext* qp);  // stop every stack callback into it
+  uint32_t PollQp(WireQpContext* qp);
+  uint32_t FeedSq(WireQpContext* qp);
+  uint32_t FeedRq(WireQpContext* qp);
+  uint32_t MoveCompletions(WireQpContext* qp);
+  uint32_t FlushRings(WireQpContext* qp);
+  bool PushCqe(WireCq* cq, const Cqe& cqe);
+  Pending* FindPending(uint32_t request_id);
+
+  WireEngineOptions options_;
+  tcp::TcpStack& stack_;
+  WireStagView view_;
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, FreeDeleter> command_mem_;
+  std::unique_ptr<void, FreeDeleter> event_mem_;
+  SpscRing<WireCommand> commands_;  // control -> worker
+  SpscRing<WireCommand> commands_producer_;
+  SpscRing<WireEvent> events_;      // worker -> control (consumer view)
+  SpscRing<WireEvent> events_producer_;
+  UniqueFd event_fd_;
+  std::vector<WireQpContext*> active_;  // capacity max_qps, reserved
+  std::unique_ptr<Listener[]> listeners_;
+  std::unique_ptr<Pending[]> pending_;
+  std::vector<WireCq*> touched_;  // capacity reserved
+  uint64_t now_us_ = 0;
+  uint32_t next_request_id_ = 1;
+  bool events_touched_ = false;
+
+  struct Counters;
+  std::unique_ptr<Counters> counters_;
+};
+
+}  // namespace iwarp::appif
+
+#endif  // IWARPD_APPIF_WIRE_ENGINE_H_

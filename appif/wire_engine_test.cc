@@ -1,0 +1,345 @@
+// WireEngine driven directly, on one thread: the test plays the control
+// thread (commands, events) and the applications (SQ/RQ/CQ rings in plain
+// memory), two engines over two TcpStacks joined by tcp_lite's preallocated
+// packet ring. Proves house rule 13 (after setup, Send / Write / Read through
+// the rings allocate nothing) and that garbage an application writes into its
+// rings (bad opcode, SGE count, impossible ring index) fails only its own QP,
+// with the verbs status and a named counter.
+//
+// Own binary: it replaces global operator new (alloc_counter_dep).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "appif/wire_engine.h"
+#include "common/testing/alloc_counter.h"
+#include "gtest/gtest.h"
+#include "tcp_lite/tcp_stack_test_util.h"
+
+namespace iwarp::appif {
+namespace {
+
+constexpr uint16_t kPort = 4791;
+constexpr uint32_t kDepth = 64;
+constexpr uint32_t kRegion = 256 * 1024;
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Mem = std::unique_ptr<uint8_t, FreeDeleter>;
+Mem Alloc(size_t n) {
+  const size_t r = (n + kCacheLine - 1) / kCacheLine * kCacheLine;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kCacheLine, r));
+  std::memset(p, 0, r);
+  return Mem(p);
+}
+
+// One application QP as the control thread sets it up (SessionServer's
+// PrepareWire), with the application's own views of the rings.
+struct AppQp {
+  Mem qp_mem, cq_mem, region;
+  QpLayout layout{kDepth, kDepth};
+  SpscRing<Sqe> sq;  // application: producer
+  SpscRing<Rqe> rq;
+  SpscRing<Cqe> cq;  // application: consumer
+  WireCq wcq;
+  std::unique_ptr<WireQpContext> ctx;
+  uint32_t stag = 0;
+  uint64_t base_to = 0x7000'0000;
+
+  void Init(WireEngine& e, uint32_t qp_id, uint32_t pd, uint32_t stag_index) {
+    qp_mem = Alloc(layout.bytes());
+    cq_mem = Alloc(RingBytes<Cqe>(2 * kDepth));
+    region = Alloc(kRegion);
+    sq = SpscRing<Sqe>(qp_mem.get() + layout.sq_offset(), kDepth);
+    sq.Init();
+    rq = SpscRing<Rqe>(qp_mem.get() + layout.rq_offset(), kDepth);
+    rq.Init();
+    cq = SpscRing<Cqe>(cq_mem.get(), 2 * kDepth);
+    cq.Init();
+    wcq.id = qp_id;
+    wcq.ring = SpscRing<Cqe>(cq_mem.get(), 2 * kDepth);
+    wcq.ring.AttachAsProducer();
+    ctx = std::make_unique<WireQpContext>();
+    ctx->qp_id = qp_id;
+    ctx->owner = &e;
+    ctx->sq = SpscRing<Sqe>(qp_mem.get() + layout.sq_offset(), kDepth);
+    ctx->sq.AttachAsConsumer();
+    ctx->rq = SpscRing<Rqe>(qp_mem.get() + layout.rq_offset(), kDepth);
+    ctx->rq.AttachAsConsumer();
+    ctx->scq = &wcq;
+    ctx->rcq = &wcq;
+    engine::QpOptions o;
+    o.mpa.crc = true;
+    o.mpa.want_markers = true;
+    o.pd = pd;
+    o.sq_depth = kDepth;
+    o.rq_depth = kDepth;
+    o.cq_depth = 2 * kDepth;
+    ctx->engine = *engine::Qp::Create(o, e.stack(), e.memory(), *ctx);
+    ctx->InitSlots(kDepth);
+    stag = ddp::MakeStag(stag_index, 0x42);
+  }
+  WireCommand RegCommand(uint32_t pd) const {
+    WireCommand c;
+    c.type = WireCommandType::kRegMr;
+    c.stag = stag;
+    c.region.base_to = base_to;
+    c.region.length = kRegion;
+    c.region.access = ddp::kAccessAll;
+    c.region.pd = pd;
+    c.region.valid = true;
+    c.mem = region.get();
+    return c;
+  }
+};
+
+class WireEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tcp::TcpOptions t;
+    t.max_connections = 8;
+    t.send_buffer_bytes = 1 << 20;
+    t.receive_buffer_bytes = 1 << 20;
+    t.delayed_ack_us = 0;
+    const uint32_t ip_a[] = {tcp::testing::kIpA};
+    const uint32_t ip_b[] = {tcp::testing::kIpB};
+    sa_ = *tcp::TcpStack::Create(t, ip_a, link_.to_b, isn_, now_);
+    sb_ = *tcp::TcpStack::Create(t, ip_b, link_.to_a, isn_, now_);
+    WireEngineOptions o;
+    o.max_qps = 4;
+    o.max_pending = 4;
+    o.max_listeners = 2;
+    o.stag_capacity = 64;
+    o.event_depth = 64;
+    o.pending_timeout_us = 200'000;
+    o.local_ip = tcp::testing::kIpA;
+    ea_ = *WireEngine::Create(o, *sa_);
+    o.local_ip = tcp::testing::kIpB;
+    eb_ = *WireEngine::Create(o, *sb_);
+    a_.Init(*ea_, 11, 1, 3);
+    b_.Init(*eb_, 22, 2, 5);
+    ASSERT_EQ(Call(*ea_, a_.RegCommand(1)), 0);
+    ASSERT_EQ(Call(*eb_, b_.RegCommand(2)), 0);
+    WireCommand l;
+    l.type = WireCommandType::kListen;
+    l.listener_id = 7;
+    l.port = kPort;
+    ASSERT_EQ(Call(*eb_, l), 0);
+    WireCommand c;
+    c.type = WireCommandType::kConnect;
+    c.qp = a_.ctx.get();
+    c.remote_ip = tcp::testing::kIpB;
+    c.port = kPort;
+    ASSERT_TRUE(ea_->PushCommand(c));
+    // B's application accepts the request when it shows up.
+    bool a_up = false, b_up = false;
+    for (int i = 0; i < 20000 && !(a_up && b_up); ++i) {
+      Step();
+      WireEvent ev;
+      while (eb_->PopEvent(&ev)) {
+        if (ev.type == WireEventType::kConnectRequest) {
+          WireCommand acc;
+          acc.type = WireCommandType::kAccept;
+          acc.qp = b_.ctx.get();
+          acc.request_id = ev.request_id;
+          ASSERT_TRUE(eb_->PushCommand(acc));
+        }
+        if (ev.type == WireEventType::kEstablished) b_up = true;
+      }
+      while (ea_->PopEvent(&ev)) {
+        if (ev.type == WireEventType::kEstablished) a_up = true;
+      }
+    }
+    ASSERT_TRUE(a_up && b_up);
+  }
+  void TearDown() override {
+    // Stacks first: they may still hold the engines' proxies.
+    sa_.reset();
+    sb_.reset();
+  }
+
+  void Step() {
+    now_ += 20;
+    link_.Deliver(1, *sb_, now_);
+    link_.Deliver(0, *sa_, now_);
+    sa_->RunTimers(now_);
+    sb_->RunTimers(now_);
+    ea_->Poll(now_);
+    eb_->Poll(now_);
+  }
+  // Pushes `c` and steps until its kAck; returns the status.
+  int Call(WireEngine& e, WireCommand c) {
+    c.seq = ++seq_;
+    if (!e.PushCommand(c)) return -1;
+    for (int i = 0; i < 1000; ++i) {
+      Step();
+      WireEvent ev;
+      while (e.PopEvent(&ev)) {
+        if (ev.type == WireEventType::kAck && ev.seq == c.seq) return ev.status;
+      }
+    }
+    return -2;
+  }
+  // Collects up to `want` CQEs of `q` within a step budget.
+  size_t Reap(AppQp& q, Cqe* out, size_t want) {
+    size_t n = 0;
+    for (int i = 0; i < 200000 && n < want; ++i) {
+      while (n < want && q.cq.Pop(&out[n])) ++n;
+      if (n < want) Step();
+    }
+    return n;
+  }
+
+  tcp::testing::RingLink link_;
+  tcp::IsnGenerator isn_ = tcp::testing::TestIsn();
+  uint64_t now_ = 1'000'000;
+  uint32_t seq_ = 0;
+  std::unique_ptr<WireEngine> ea_, eb_;  // destroyed after the stacks
+  std::unique_ptr<tcp::TcpStack> sa_, sb_;
+  AppQp a_, b_;
+};
+
+Sqe MakeSqe(uint64_t id, WrOpcode op, const AppQp& local, uint32_t len, const AppQp* remote) {
+  Sqe s;
+  s.wr_id = id;
+  s.opcode = static_cast<uint8_t>(op);
+  s.flags = kWrSignaled;
+  s.num_sge = 1;
+  s.sge[0] = Sge{local.base_to, len, local.stag};
+  if (remote != nullptr) {
+    s.remote_addr = remote->base_to;
+    s.rkey = remote->stag;
+  }
+  return s;
+}
+
+TEST_F(WireEngineTest, SteadyStateSendWriteReadThroughRingsAllocatesNothing) {
+  const uint32_t len = 64 * 1024;
+  auto round = [&](uint64_t id) {
+    Rqe r;
+    r.wr_id = id;
+    r.num_sge = 1;
+    r.sge[0] = Sge{b_.base_to, kRegion, b_.stag};
+    if (!b_.rq.Push(r)) return false;
+    // The receive must be in the engine before the Send can arrive.
+    eb_->PostReceives();
+    if (!a_.sq.Push(MakeSqe(id, WrOpcode::kSend, a_, len, nullptr))) return false;
+    if (!a_.sq.Push(MakeSqe(id + 1, WrOpcode::kRdmaWrite, a_, len, &b_))) return false;
+    if (!a_.sq.Push(MakeSqe(id + 2, WrOpcode::kRdmaRead, a_, len, &b_))) return false;
+    Cqe c[3];
+    if (Reap(a_, c, 3) != 3) return false;
+    for (const Cqe& e : c) {
+      if (e.status != static_cast<uint8_t>(WcStatus::kSuccess)) return false;
+    }
+    Cqe rc;
+    return Reap(b_, &rc, 1) == 1 && rc.status == 0 && rc.byte_len == len && rc.wr_id == id;
+  };
+  for (uint32_t i = 0; i < kRegion; ++i) a_.region.get()[i] = static_cast<uint8_t>(i * 7);
+  ASSERT_TRUE(round(10));  // warm-up
+  const uint64_t before = testutil::AllocationCount();
+  ASSERT_GT(before, 0u);  // the counting hook is live
+  for (uint64_t i = 0; i < 8; ++i) ASSERT_TRUE(round(100 + 10 * i));
+  EXPECT_EQ(testutil::AllocationCount() - before, 0u);
+  EXPECT_EQ(std::memcmp(b_.region.get(), a_.region.get(), len), 0);
+  EXPECT_EQ(ea_->stats().wrs_posted, 27u);
+  EXPECT_EQ(eb_->stats().recvs_posted, 9u);
+  EXPECT_EQ(ea_->stats().events_dropped + eb_->stats().events_dropped, 0u);
+}
+
+TEST_F(WireEngineTest, GarbageSqeCompletesInErrorAndEndsOnlyThatQp) {
+  Sqe bad = MakeSqe(5, WrOpcode::kSend, a_, 16, nullptr);
+  bad.opcode = 0xEE;  // written straight into shared memory, past libiwarp
+  ASSERT_TRUE(a_.sq.Push(bad));
+  Cqe c;
+  ASSERT_EQ(Reap(a_, &c, 1), 1u);
+  EXPECT_EQ(c.wr_id, 5u);
+  EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kLocalQpOperation));
+  EXPECT_EQ(ea_->stats().bad_sqes, 1u);
+  // The QP was aborted: the peer sees the connection go; nothing was placed.
+  bool b_down = false;
+  for (int i = 0; i < 20000 && !b_down; ++i) {
+    Step();
+    WireEvent ev;
+    while (eb_->PopEvent(&ev)) b_down |= ev.type == WireEventType::kDisconnected;
+  }
+  EXPECT_TRUE(b_down);
+  for (uint32_t i = 0; i < kRegion; ++i) ASSERT_EQ(b_.region.get()[i], 0) << i;
+}
+
+TEST_F(WireEngineTest, ImpossibleRingIndexIsCountedNotFollowed) {
+  // An RQE whose SGE count is beyond kMaxSge fails alone; the QP stays up.
+  Rqe r;
+  r.wr_id = 9;
+  r.num_sge = 200;
+  ASSERT_TRUE(b_.rq.Push(r));
+  Cqe c;
+  ASSERT_EQ(Reap(b_, &c, 1), 1u);
+  EXPECT_EQ(c.wr_id, 9u);
+  EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kLocalQpOperation));
+  EXPECT_EQ(b_.ctx->engine->state(), engine::QpState::kRts);
+  // The application claims 1000 entries in an SQ of 64: counted, the QP
+  // fails, no entry is read.
+  a_.sq.header()->producer.store(1000, std::memory_order_release);
+  for (int i = 0; i < 100; ++i) Step();
+  EXPECT_EQ(ea_->stats().ring_corruptions, 1u);
+  EXPECT_EQ(ea_->stats().wrs_posted, 0u);
+  EXPECT_EQ(a_.ctx->engine->state(), engine::QpState::kError);
+}
+
+// A peer whose Request nobody answers cannot keep a pending slot: after
+// pending_timeout_us the connection is reset and the request id withdrawn.
+TEST_F(WireEngineTest, UnansweredRequestIsResetAfterTheTimeout) {
+  AppQp c;
+  c.Init(*ea_, 33, 1, 7);
+  WireCommand cmd;
+  cmd.type = WireCommandType::kConnect;
+  cmd.qp = c.ctx.get();
+  cmd.remote_ip = tcp::testing::kIpB;
+  cmd.port = kPort;
+  ASSERT_TRUE(ea_->PushCommand(cmd));
+  uint32_t request = 0;
+  bool gone = false, failed = false;
+  const uint64_t start = now_;
+  for (int i = 0; i < 30000 && !(gone && failed); ++i) {
+    Step();
+    WireEvent ev;
+    while (eb_->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kConnectRequest) request = ev.request_id;
+      if (ev.type == WireEventType::kRequestGone && ev.request_id == request) gone = true;
+    }
+    while (ea_->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kConnectFailed && ev.qp == c.ctx.get()) failed = true;
+    }
+  }
+  EXPECT_NE(request, 0u);
+  EXPECT_TRUE(gone);
+  EXPECT_TRUE(failed);
+  EXPECT_GE(now_ - start, 200'000u);
+  EXPECT_EQ(eb_->stats().requests_refused, 1u);
+  // An accept of the withdrawn request is answered with ECONNRESET and
+  // changes nothing (the QP named keeps its connection).
+  WireCommand acc;
+  acc.type = WireCommandType::kAccept;
+  acc.qp = b_.ctx.get();
+  acc.request_id = request;
+  ASSERT_TRUE(eb_->PushCommand(acc));
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    Step();
+    WireEvent ev;
+    while (eb_->PopEvent(&ev)) {
+      refused |= ev.type == WireEventType::kConnectFailed && ev.status == ECONNRESET;
+    }
+  }
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(b_.ctx->engine->state(), engine::QpState::kRts);
+  WireCommand d;
+  d.type = WireCommandType::kDestroyQp;
+  d.qp = c.ctx.get();
+  EXPECT_EQ(Call(*ea_, d), 0);
+}
+
+}  // namespace
+}  // namespace iwarp::appif

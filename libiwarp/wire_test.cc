@@ -1,0 +1,452 @@
+// libiwarp applications on two daemons joined on the wire: each daemon is a
+// SessionServer plus a WireEngine polled on its own worker thread over a
+// TcpStack; the two stacks exchange TCP segments through a thread-safe
+// in-memory link (test double for the DPDK ports). Everything between the
+// applications' rings is the real code: MPA setup, FPDUs with CRC/Markers,
+// DDP placement into the registered memfds, completions into the CQ rings.
+#include <errno.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "appif/wire_test_util.h"
+#include "gtest/gtest.h"
+#include "libiwarp/iwarp.h"
+
+namespace iwarp::appif {
+namespace {
+
+using testing::kIpA;
+using testing::kIpB;
+using testing::TestDaemon;
+using testing::ThreadedTestLink;
+
+constexpr uint32_t kAllAccess =
+    IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_WRITE;
+constexpr size_t kMaxMsg = size_t{16} << 20;
+constexpr uint16_t kPort = 4791;
+
+// n bytes of a seeded pattern (one spare byte: data() is never null).
+std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n + 1);
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < n; i += 4) {
+    const uint32_t x = rng();
+    std::memcpy(v.data() + i, &x, std::min<size_t>(4, n - i));
+  }
+  return v;
+}
+
+// One application: a session, a PD, one registered memfd of `bytes`
+// (source half, sink half), one CQ and one QP.
+struct App {
+  iwarp_session* s = nullptr;
+  uint32_t pd = 0;
+  uint8_t* mem = nullptr;
+  size_t bytes = 0;
+  iwarp_mr mr{};
+  iwarp_cq* cq = nullptr;
+  iwarp_qp* qp = nullptr;
+
+  void Open(const std::string& path, size_t len) {
+    bytes = len;
+    ASSERT_EQ(iwarp_open(path.c_str(), &s), 0);
+    ASSERT_EQ(iwarp_alloc_pd(s, &pd), 0);
+    void* m = nullptr;
+    ASSERT_EQ(iwarp_mem_alloc(s, len, 0, &m), 0);
+    mem = static_cast<uint8_t*>(m);
+    ASSERT_EQ(iwarp_reg_mr(s, pd, mem, len, kAllAccess, &mr), 0) << iwarp_last_error(s);
+    ASSERT_EQ(iwarp_create_cq(s, 256, &cq), 0);
+    iwarp_qp_attr a{pd, cq, cq, 64, 64};
+    ASSERT_EQ(iwarp_create_qp(s, &a, &qp), 0);
+  }
+  ~App() {
+    if (s != nullptr) iwarp_close(s);
+  }
+  void PostRecv(uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey) {
+    iwarp_sge sge{addr, len, lkey};
+    iwarp_recv_wr wr{wr_id, &sge, 1};
+    ASSERT_EQ(iwarp_post_recv(qp, &wr, 1), 1);
+  }
+  void Post(uint64_t wr_id, uint32_t opcode, uint64_t addr, uint32_t len, uint32_t lkey,
+            uint64_t raddr = 0, uint32_t rkey = 0, bool signaled = true) {
+    iwarp_sge sge{addr, len, lkey};
+    iwarp_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = opcode;
+    wr.flags = signaled ? IWARP_SEND_SIGNALED : 0;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.remote_addr = raddr;
+    wr.rkey = rkey;
+    ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
+  }
+  iwarp_wc Wc(int timeout_ms = 10000) {
+    iwarp_wc wc{};
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+      if (iwarp_poll_cq(cq, &wc, 1) == 1) return wc;
+      iwarp_cq_wait(cq, 50);
+    }
+    ADD_FAILURE() << "no completion within " << timeout_ms << " ms";
+    wc.status = 0xFF;
+    return wc;
+  }
+  iwarp_event Event(uint32_t type, int timeout_ms = 10000) {
+    iwarp_event ev{};
+    EXPECT_EQ(iwarp_get_event(s, &ev, timeout_ms), 1);
+    EXPECT_EQ(ev.type, type) << "reason " << ev.reason;
+    return ev;
+  }
+};
+
+struct WireParams {
+  bool crc;
+  bool markers;
+};
+
+class WireTest : public ::testing::TestWithParam<WireParams> {
+ protected:
+  void SetUp() override {
+    engine::MpaParams mpa;
+    mpa.crc = GetParam().crc;
+    mpa.want_markers = GetParam().markers;
+    a_ = std::make_unique<TestDaemon>(link_, 0, kIpA, mpa);
+    b_ = std::make_unique<TestDaemon>(link_, 1, kIpB, mpa);
+    ASSERT_TRUE(a_->worker.ok() && b_->worker.ok());
+    ASSERT_TRUE(a_->host.ok()) << a_->host.status();
+    ASSERT_TRUE(b_->host.ok()) << b_->host.status();
+  }
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+    a_.reset();
+    b_.reset();
+  }
+  void OpenApps(size_t bytes) {
+    client_ = std::make_unique<App>();
+    server_ = std::make_unique<App>();
+    client_->Open(a_->host.socket_path(), bytes);
+    server_->Open(b_->host.socket_path(), bytes);
+  }
+  // The client (daemon A) connects to the server's listener on daemon B.
+  void Establish() {
+    iwarp_addr any{0, kPort};
+    uint32_t lid = 0;
+    ASSERT_EQ(iwarp_listen(server_->s, &any, &lid), 0) << iwarp_last_error(server_->s);
+    iwarp_addr to{kIpB, kPort};
+    ASSERT_EQ(iwarp_connect(client_->qp, &to, "hello-from-a", 12), 0)
+        << iwarp_last_error(client_->s);
+    iwarp_event req = server_->Event(IWARP_EVENT_CONNECT_REQUEST);
+    ASSERT_EQ(req.listener_id, lid);
+    ASSERT_EQ(std::string(reinterpret_cast<char*>(req.private_data), req.private_data_len),
+              "hello-from-a");
+    ASSERT_EQ(iwarp_accept(server_->s, req.request_id, server_->qp, "welcome-b", 9), 0)
+        << iwarp_last_error(server_->s);
+    iwarp_event est = client_->Event(IWARP_EVENT_ESTABLISHED);
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(est.private_data), est.private_data_len),
+              "welcome-b");
+    iwarp_event sest = server_->Event(IWARP_EVENT_ESTABLISHED);
+    // Both daemons ask for the same framing: CRC, and Markers both ways.
+    const uint32_t want = IWARP_MPA_STATE_WIRE | (GetParam().crc ? IWARP_MPA_STATE_CRC : 0) |
+                          (GetParam().markers
+                               ? IWARP_MPA_STATE_TX_MARKERS | IWARP_MPA_STATE_RX_MARKERS
+                               : 0);
+    EXPECT_EQ(est.mpa_flags, want);
+    EXPECT_EQ(sest.mpa_flags, want);
+  }
+
+  ThreadedTestLink link_;
+  std::unique_ptr<TestDaemon> a_, b_;
+  std::unique_ptr<App> client_, server_;
+};
+
+// Write, Read and Send of 0 B .. 16 MiB, each verified byte for byte in the
+// peer's registered memory, plus the bytes around the sink untouched.
+TEST_P(WireTest, WriteReadSendAreVerifiedFromZeroTo16MiB) {
+  const size_t half = kMaxMsg + 4096;
+  OpenApps(2 * half);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  App& s = *server_;
+  const uint64_t csrc = c.mr.addr, csink = c.mr.addr + half;
+  const uint64_t ssrc = s.mr.addr, ssink = s.mr.addr + half;
+  std::vector<size_t> sizes = {0, 1, 4093, 65536, 1 << 20, kMaxMsg};
+  if (GetParam().markers || !GetParam().crc) sizes = {0, 1, 4093, 65536, 1 << 20};
+  uint64_t id = 1;
+  for (size_t n : sizes) {
+    SCOPED_TRACE("size " + std::to_string(n));
+    // RDMA Write: client source -> server sink (offset 7: unaligned TO).
+    auto data = Pattern(n, static_cast<uint32_t>(n) + 1);
+    std::memcpy(c.mem, data.data(), n);
+    std::memset(s.mem + half, 0xAB, n + 16);
+    c.Post(id, IWARP_WR_RDMA_WRITE, csrc, static_cast<uint32_t>(n), c.mr.stag, ssink + 7,
+           s.mr.stag);
+    iwarp_wc wc = c.Wc();
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IWARP_WC_RDMA_WRITE);
+    EXPECT_EQ(wc.wr_id, id);
+    EXPECT_EQ(wc.byte_len, n);
+    ++id;
+    EXPECT_EQ(std::memcmp(s.mem + half + 7, data.data(), n), 0);
+    for (size_t i = 0; i < 7; ++i) ASSERT_EQ(s.mem[half + i], 0xAB);
+    for (size_t i = 0; i < 9; ++i) ASSERT_EQ(s.mem[half + 7 + n + i], 0xAB);
+
+    // RDMA Read: client sink <- server source.
+    auto rdata = Pattern(n, static_cast<uint32_t>(n) + 2);
+    std::memcpy(s.mem, rdata.data(), n);
+    std::memset(c.mem + half, 0xCD, n + 1);
+    c.Post(id, IWARP_WR_RDMA_READ, csink, static_cast<uint32_t>(n), c.mr.stag, ssrc, s.mr.stag);
+    wc = c.Wc();
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IWARP_WC_RDMA_READ);
+    EXPECT_EQ(wc.byte_len, n);
+    ++id;
+    EXPECT_EQ(std::memcmp(c.mem + half, rdata.data(), n), 0);
+    EXPECT_EQ(c.mem[half + n], 0xCD);
+
+    // Send: server source -> client receive buffer.
+    auto sdata = Pattern(n, static_cast<uint32_t>(n) + 3);
+    std::memcpy(s.mem, sdata.data(), n);
+    std::memset(c.mem + half, 0xEF, n + 1);
+    c.PostRecv(id, csink, static_cast<uint32_t>(half), c.mr.stag);
+    s.Post(id + 1, IWARP_WR_SEND, ssrc, static_cast<uint32_t>(n), s.mr.stag);
+    wc = s.Wc();
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IWARP_WC_SEND);
+    wc = c.Wc();
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    EXPECT_EQ(wc.opcode, IWARP_WC_RECV);
+    EXPECT_EQ(wc.wr_id, id);
+    EXPECT_EQ(wc.byte_len, n);
+    EXPECT_EQ(std::memcmp(c.mem + half, sdata.data(), n), 0);
+    EXPECT_EQ(c.mem[half + n], 0xEF);
+    id += 2;
+  }
+  // Unsignaled work requests complete silently; the next signaled one shows.
+  c.Post(100, IWARP_WR_RDMA_WRITE, csrc, 64, c.mr.stag, ssink, s.mr.stag, /*signaled=*/false);
+  c.Post(101, IWARP_WR_RDMA_WRITE, csrc, 64, c.mr.stag, ssink, s.mr.stag, /*signaled=*/true);
+  iwarp_wc wc = c.Wc();
+  EXPECT_EQ(wc.wr_id, 101u);
+  EXPECT_EQ(wc.status, IWARP_WC_SUCCESS);
+
+  const SessionServerStats sa = a_->host.stats();
+  EXPECT_EQ(sa.wire_connections, 1u);
+  EXPECT_EQ(sa.wire_qps_active, 1u);
+  const WireEngineStats wa = a_->worker.engine()->stats();
+  EXPECT_GE(wa.wrs_posted, 2 * sizes.size() + 2);
+  EXPECT_EQ(wa.events_dropped, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mpa, WireTest,
+                         ::testing::Values(WireParams{true, false}, WireParams{false, false},
+                                           WireParams{true, true}, WireParams{false, true}),
+                         [](const ::testing::TestParamInfo<WireParams>& i) {
+                           return std::string(i.param.crc ? "Crc" : "NoCrc") +
+                                  (i.param.markers ? "Markers" : "NoMarkers");
+                         });
+
+class Wire : public WireTest {};
+INSTANTIATE_TEST_SUITE_P(Default, Wire, ::testing::Values(WireParams{true, false}));
+
+TEST_P(Wire, RejectCarriesPrivateDataToTheInitiator) {
+  OpenApps(1 << 16);
+  iwarp_addr any{0, kPort};
+  uint32_t lid = 0;
+  ASSERT_EQ(iwarp_listen(server_->s, &any, &lid), 0);
+  iwarp_addr to{kIpB, kPort};
+  ASSERT_EQ(iwarp_connect(client_->qp, &to, "let me in", 9), 0);
+  iwarp_event req = server_->Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_reject(server_->s, req.request_id, "go away", 7), 0)
+      << iwarp_last_error(server_->s);
+  iwarp_event ev = client_->Event(IWARP_EVENT_REJECTED);
+  EXPECT_EQ(ev.reason, ECONNREFUSED);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(ev.private_data), ev.private_data_len), "go away");
+  // The request id is used up.
+  EXPECT_EQ(iwarp_accept(server_->s, req.request_id, server_->qp, nullptr, 0), -ENOENT);
+}
+
+TEST_P(Wire, ConnectToAPortNobodyListensOnFails) {
+  OpenApps(1 << 16);
+  iwarp_addr to{kIpB, 9999};
+  ASSERT_EQ(iwarp_connect(client_->qp, &to, nullptr, 0), 0);
+  iwarp_event ev = client_->Event(IWARP_EVENT_CONNECT_ERROR);
+  EXPECT_EQ(ev.reason, ECONNREFUSED);
+}
+
+// The peer application disappears: its daemon destroys the QP (TCP reset);
+// our QP reports the disconnect and every queued receive and send flushes.
+TEST_P(Wire, PeerThatDisappearsFlushesOutstandingWork) {
+  OpenApps(1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  for (uint64_t i = 0; i < 4; ++i) c.PostRecv(10 + i, c.mr.addr, 4096, c.mr.stag);
+  server_.reset();  // iwarp_close: the session and its QP go away
+  iwarp_event ev = c.Event(IWARP_EVENT_DISCONNECTED);
+  EXPECT_EQ(ev.qp_id, iwarp_qp_id(c.qp));
+  c.Post(20, IWARP_WR_SEND, c.mr.addr, 16, c.mr.stag);
+  int flushed_recv = 0, flushed_send = 0;
+  for (int i = 0; i < 5; ++i) {
+    iwarp_wc wc = c.Wc();
+    ASSERT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR) << "wr " << wc.wr_id;
+    if (wc.opcode == IWARP_WC_RECV) ++flushed_recv;
+    if (wc.opcode == IWARP_WC_SEND && wc.wr_id == 20) ++flushed_send;
+  }
+  EXPECT_EQ(flushed_recv, 4);
+  EXPECT_EQ(flushed_send, 1);
+}
+
+// A network that goes silent, then an orderly local disconnect: flushes too.
+TEST_P(Wire, DisconnectFlushesPostedReceives) {
+  OpenApps(1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  c.PostRecv(1, c.mr.addr, 4096, c.mr.stag);
+  ASSERT_EQ(iwarp_disconnect(c.qp), 0);
+  c.Event(IWARP_EVENT_DISCONNECTED);
+  server_->Event(IWARP_EVENT_DISCONNECTED);
+  iwarp_wc wc = c.Wc();
+  EXPECT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(wc.wr_id, 1u);
+}
+
+// A misbehaving application: an lkey of another session, an rkey of another
+// session on the remote daemon, an SG list the wire cannot carry. Each fails
+// with its verbs status; nobody else's memory changes.
+TEST_P(Wire, MisbehavingApplicationCannotTouchOtherSessionsMemory) {
+  OpenApps(1 << 16);
+  App victim_a, victim_b;  // one more session on each daemon
+  victim_a.Open(a_->host.socket_path(), 1 << 16);
+  victim_b.Open(b_->host.socket_path(), 1 << 16);
+  std::memset(victim_a.mem, 0x11, 1 << 16);
+  std::memset(victim_b.mem, 0x22, 1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  // Remote Write with an rkey of another session (another PD) of daemon B:
+  // RFC 5041 7.1 / RFC 5040 7.4.1 - the peer answers with a Terminate.
+  // An RDMA Write completes locally once sent (RFC 5040 5.1); the peer's
+  // Terminate then fails the stream.
+  c.Post(1, IWARP_WR_RDMA_WRITE, c.mr.addr, 128, c.mr.stag, victim_b.mr.addr, victim_b.mr.stag);
+  iwarp_event ev = c.Event(IWARP_EVENT_QP_ERROR);
+  EXPECT_EQ(ev.reason, EREMOTEIO);
+  // RFC 5040 7.4.1: layer DDP (1), tagged buffer error (1), STag not
+  // associated with this stream's PD (0x02).
+  EXPECT_EQ(ev.term_layer, 1);
+  EXPECT_EQ(ev.term_etype, 1);
+  EXPECT_EQ(ev.term_code, 0x02);
+  server_->Event(IWARP_EVENT_QP_ERROR);
+  for (size_t i = 0; i < (1 << 16); ++i) ASSERT_EQ(victim_b.mem[i], 0x22) << i;
+  EXPECT_GE(b_->worker.engine()->stats().connections, 1u);
+}
+
+TEST_P(Wire, ForeignLkeyAndUnsupportedSgListFailLocally) {
+  OpenApps(1 << 16);
+  App victim;
+  victim.Open(a_->host.socket_path(), 1 << 16);
+  std::memset(victim.mem, 0x33, 1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  App& s = *server_;
+  // Read into memory of another session of the same daemon (its lkey).
+  c.Post(1, IWARP_WR_RDMA_READ, victim.mr.addr, 256, victim.mr.stag, s.mr.addr, s.mr.stag);
+  iwarp_wc wc = c.Wc();
+  EXPECT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+  EXPECT_EQ(wc.wr_id, 1u);
+  for (size_t i = 0; i < (1 << 16); ++i) ASSERT_EQ(victim.mem[i], 0x33) << i;
+
+  // Two non-empty SGEs: the engine places one local buffer per request.
+  App c2, s2;
+  c2.Open(a_->host.socket_path(), 1 << 16);
+  s2.Open(b_->host.socket_path(), 1 << 16);
+  iwarp_addr any{0, kPort + 1};
+  uint32_t lid = 0;
+  ASSERT_EQ(iwarp_listen(s2.s, &any, &lid), 0);
+  iwarp_addr to{kIpB, kPort + 1};
+  ASSERT_EQ(iwarp_connect(c2.qp, &to, nullptr, 0), 0);
+  iwarp_event req = s2.Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(s2.s, req.request_id, s2.qp, nullptr, 0), 0);
+  c2.Event(IWARP_EVENT_ESTABLISHED);
+  iwarp_sge sg[2] = {{c2.mr.addr, 16, c2.mr.stag}, {c2.mr.addr + 64, 16, c2.mr.stag}};
+  iwarp_send_wr wr{};
+  wr.wr_id = 7;
+  wr.opcode = IWARP_WR_RDMA_WRITE;
+  wr.flags = IWARP_SEND_SIGNALED;
+  wr.sg_list = sg;
+  wr.num_sge = 2;
+  wr.remote_addr = s2.mr.addr;
+  wr.rkey = s2.mr.stag;
+  ASSERT_EQ(iwarp_post_send(c2.qp, &wr, 1), 1);
+  wc = c2.Wc();
+  EXPECT_EQ(wc.status, IWARP_WC_LOC_QP_OP_ERR);
+  EXPECT_EQ(wc.wr_id, 7u);
+  EXPECT_GE(a_->worker.engine()->stats().bad_sqes, 1u);
+}
+
+// Loopback and wire QPs must not share a CQ (one producer per ring).
+TEST_P(Wire, LoopbackQpRefusesACqServingTheWire) {
+  OpenApps(1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  iwarp_qp* qp2 = nullptr;
+  iwarp_qp_attr attr{c.pd, c.cq, c.cq, 16, 16};
+  ASSERT_EQ(iwarp_create_qp(c.s, &attr, &qp2), 0);
+  App local;
+  local.Open(a_->host.socket_path(), 1 << 16);
+  iwarp_addr any{0, 6000};
+  uint32_t lid = 0;
+  ASSERT_EQ(iwarp_listen(local.s, &any, &lid), 0);
+  EXPECT_EQ(iwarp_connect(qp2, &any, nullptr, 0), -EINVAL);
+  EXPECT_NE(std::string(iwarp_last_error(c.s)).find("wire"), std::string::npos);
+  // Loopback between two QPs with CQs of their own still works.
+  App other;
+  other.Open(a_->host.socket_path(), 1 << 16);
+  ASSERT_EQ(iwarp_connect(other.qp, &any, nullptr, 0), 0);
+  iwarp_event req = local.Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(local.s, req.request_id, local.qp, nullptr, 0), 0);
+  other.Event(IWARP_EVENT_ESTABLISHED);
+  std::memset(other.mem, 0x5A, 100);
+  other.Post(1, IWARP_WR_RDMA_WRITE, other.mr.addr, 100, other.mr.stag, local.mr.addr,
+             local.mr.stag);
+  EXPECT_EQ(other.Wc().status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(local.mem[99], 0x5A);
+}
+
+// iwarp_connect_mpa: one connection asks for CRC and Markers although the
+// daemons' defaults ask for neither (RFC 5044 7.1.2: CRC if either side
+// asks; Markers only toward the side that asked).
+class WirePerConnect : public WireTest {};
+INSTANTIATE_TEST_SUITE_P(NoCrcDefault, WirePerConnect, ::testing::Values(WireParams{false, false}));
+
+TEST_P(WirePerConnect, ConnectMpaOverridesTheDaemonDefaults) {
+  OpenApps(4 << 20);
+  iwarp_addr any{0, kPort};
+  uint32_t lid = 0;
+  ASSERT_EQ(iwarp_listen(server_->s, &any, &lid), 0);
+  iwarp_addr to{kIpB, kPort};
+  ASSERT_EQ(iwarp_connect_mpa(client_->qp, &to, nullptr, 0, IWARP_MPA_CRC | IWARP_MPA_MARKERS), 0);
+  EXPECT_EQ(iwarp_connect_mpa(client_->qp, &to, nullptr, 0, 1u << 7), -EINVAL);
+  iwarp_event req = server_->Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(server_->s, req.request_id, server_->qp, nullptr, 0), 0);
+  iwarp_event est = client_->Event(IWARP_EVENT_ESTABLISHED);
+  iwarp_event sest = server_->Event(IWARP_EVENT_ESTABLISHED);
+  EXPECT_EQ(est.mpa_flags, IWARP_MPA_STATE_WIRE | IWARP_MPA_STATE_CRC | IWARP_MPA_STATE_RX_MARKERS);
+  EXPECT_EQ(sest.mpa_flags, IWARP_MPA_STATE_WIRE | IWARP_MPA_STATE_CRC | IWARP_MPA_STATE_TX_MARKERS);
+  // Data still arrives intact: 2 MiB from the server (Markers inserted) to the client.
+  App& c = *client_;
+  App& s = *server_;
+  const size_t n = 2 << 20;
+  auto data = Pattern(n, 99);
+  std::memcpy(s.mem, data.data(), n);
+  c.PostRecv(1, c.mr.addr + n, static_cast<uint32_t>(n), c.mr.stag);
+  s.Post(2, IWARP_WR_SEND, s.mr.addr, static_cast<uint32_t>(n), s.mr.stag);
+  EXPECT_EQ(s.Wc().status, IWARP_WC_SUCCESS);
+  iwarp_wc wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, n);
+  EXPECT_EQ(std::memcmp(c.mem + n, data.data(), n), 0);
+}
+
+}  // namespace
+}  // namespace iwarp::appif

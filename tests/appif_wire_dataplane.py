@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""libiwarp applications on two iwarpd daemons: iwarp-perf server on daemon A,
+iwarp-perf client on daemon B connecting to A's address, so every work
+request goes SQ ring -> B's worker (WireEngine, engine::Qp, tcp_lite) ->
+net_memif -> A's worker -> placement into the server's registered memory,
+and back. Each iwarp-perf verifies every byte (-V) and exits non-zero on a
+failed completion or a wrong byte; the test also checks that the client's
+table names the iWARP transport and the negotiated MPA framing.
+
+The daemons run in network namespaces the test creates (198.18.1.1 and
+198.18.1.2), joined by a net_memif pair (hugepages needed; see
+iwarp_dataplane.py, whose daemon harness this reuses).
+
+  appif_wire_dataplane.py --iwarpd PATH --iwarpctl PATH --perf PATH
+
+Exit status: 0 pass, 1 fail, 77 skip (not root, no hugepages, no netns).
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import iwarp_dataplane as iwd  # noqa: E402  (memif daemon harness)
+
+from dataplane_integration import TestFailure, check, log  # noqa: E402
+
+PORT = 18515
+
+
+class AppDaemon(iwd.MemifDaemon):
+    """A memif daemon with the application interface on and no services."""
+
+    def config_text(self):
+        text = super().config_text()
+        app = ("app_interface:\n  enabled: true\n  socket_dir: %s\n  socket_mode: \"0666\"\n"
+               "  allowed_uids: []\n" % self.dir)
+        check("app_interface:\n  enabled: false\n" in text, "daemon harness config changed")
+        text = text.replace("app_interface:\n  enabled: false\n", app)
+        return text.replace("services:\n", "services: []\n")
+
+    def socket(self):
+        return os.path.join(self.dir, self.prefix + ".sock")
+
+
+def perf(args, daemon, test, extra, client_of=None):
+    cmd = [args.perf, test, "-S", daemon.socket(), "-p", str(PORT), "-V"] + extra
+    if client_of is not None:
+        cmd.append(client_of)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_line(proc, needle, timeout):
+    deadline = time.time() + timeout
+    seen = []
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if needle in line:
+            return "".join(seen)
+    raise TestFailure("no '%s' from %s:\n%s" % (needle, proc.args, "".join(seen)))
+
+
+def run_pair(args, a, b, test, extra, expect):
+    server = perf(args, a, test, extra)
+    try:
+        wait_line(server, "waiting for a client", 15)
+        client = perf(args, b, test, extra + expect.get("client_extra", []), client_of=iwd.A_IP)
+        try:
+            out, _ = client.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            out, _ = client.communicate()
+            raise TestFailure("iwarp-perf %s client did not finish in 120 s:\n%s" % (test, out))
+        sys.stdout.write(out)
+        check(client.returncode == 0, "iwarp-perf %s client exit %d" % (test, client.returncode))
+        srv_out, _ = server.communicate(timeout=20)
+        check(server.returncode == 0,
+              "iwarp-perf %s server exit %d:\n%s" % (test, server.returncode, srv_out))
+        check("iWARP (MPA/TCP) to %s:%d" % (iwd.A_IP, PORT) in out,
+              "%s: the client's table names the iWARP transport" % test)
+        for needle in expect.get("lines", []):
+            check(needle in out, "%s: '%s' in the client's header" % (test, needle))
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.communicate()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--iwarpd", required=True)
+    p.add_argument("--iwarpctl", required=True)
+    p.add_argument("--perf", required=True)
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(TestFailure("terminated")))
+    iwd.skip_unless_possible(2)
+    sockdir = tempfile.mkdtemp(prefix="iwarpd_aw_")
+    memif = os.path.join(sockdir, "memif.sock")
+    a = AppDaemon(args, "wa", iwd.A_IP, "server", memif, "")
+    b = AppDaemon(args, "wb", iwd.B_IP, "client", memif, "")
+    try:
+        a.start()
+        b.start()
+        crc_on = {"lines": ["CRC             : on (negotiated)"]}
+        cases = [
+            ("write_bw", ["-s", "65536", "-n", "2000"], crc_on),
+            ("write_bw", ["-s", "1048576", "-n", "100"], crc_on),
+            ("read_bw", ["-s", "65536", "-n", "2000"], crc_on),
+            ("send_bw", ["-s", "65536", "-n", "2000"],
+             {"client_extra": ["--markers"],
+              "lines": ["Markers         : peer sends (negotiated; --markers asked)"]}),
+            ("write_lat", ["-s", "64", "-n", "2000"], crc_on),
+            ("read_lat", ["-s", "64", "-n", "2000"], crc_on),
+            ("send_lat", ["-s", "64", "-n", "2000"], crc_on),
+        ]
+        for test, extra, expect in cases:
+            log("iwarp-perf %s %s over two daemons" % (test, " ".join(extra)))
+            run_pair(args, a, b, test, extra, expect)
+        b.stop()
+        a.stop()
+        for d in (a, b):
+            check("iWARP connections" in d.log() and " 0 iWARP connections" not in d.log(),
+                  "%s logs its iWARP connections at stop" % d.prefix)
+    except TestFailure as e:
+        log("FAIL: %s" % e)
+        for d in (a, b):
+            log("--- %s log:\n%s" % (d.prefix, d.log()[-4000:]))
+        return 1
+    finally:
+        b.cleanup()
+        a.cleanup()
+        shutil.rmtree(sockdir, ignore_errors=True)
+    log("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
