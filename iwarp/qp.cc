@@ -126,6 +126,13 @@ struct Qp::Impl final : public mpa::UlpduSink {
   uint32_t oreads_cap = 0, oreads_head = 0, oreads_count = 0;
   std::unique_ptr<uint8_t[]> scratch;
   size_t scratch_pending = 0;  // encoded FPDU not yet taken by TcpStack
+  // Over an LLP: the DDP segment built but not yet taken (would-block).
+  uint8_t pend_hdr[ddp::kMaxHeaderSize] = {};
+  size_t pend_hdr_len = 0;
+  ByteSpan pend_payload;
+  bool pend_valid = false;
+  bool pend_last = false;
+  bool llp_ended = false;
 
   // Handshake.
   uint8_t hs_buf[kHandshakeBufSize] = {};
@@ -227,9 +234,11 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // code; the rest gets `status`.
   void FlushAll(WcStatus status, const rdmap::TerminateCode* failed = nullptr,
                 WcStatus failed_status = WcStatus::kFlushed) {
-    if (qp.conn_.valid()) {
+    if (qp.llp_ != nullptr) {
+      CompleteSq(tx_off);  // taken by the LLP = complete (SegmentLlp)
+    } else if (qp.conn_.valid()) {
       tcp::TcpConnInfo info;
-      if (qp.stack_.GetConnection(qp.conn_, &info)) CompleteSq(info.bytes_out);
+      if (qp.stack_->GetConnection(qp.conn_, &info)) CompleteSq(info.bytes_out);
     }
     for (uint32_t i = 0; i < sq_count; ++i) {
       SqEntry& e = sq[(sq_head + i) % qp.options_.sq_depth];
@@ -259,6 +268,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     cur = TxKind::kNone;
     seg.reset();
     scratch_pending = 0;
+    pend_valid = false;
     sq_next = 0;
   }
 
@@ -290,7 +300,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     decoder.emplace(rx_cfg, Seq32(static_cast<uint32_t>(rx_origin)), mpa::kMaxUlpduLength);
     tx_cfg = mpa::FpduConfig{qp.neg_.tx_markers, qp.neg_.crc,
                              Seq32(static_cast<uint32_t>(tx_origin))};
-    const uint32_t emss_now = qp.stack_.Emss(qp.conn_);
+    const uint32_t emss_now = qp.stack_->Emss(qp.conn_);
     emss = emss_now == 0 ? 536 : emss_now;
     mulpdu = mpa::Mulpdu(emss, qp.neg_.tx_markers);
   }
@@ -450,13 +460,25 @@ struct Qp::Impl final : public mpa::UlpduSink {
       } else {
         e.st = SqState::kSent;
         e.end_offset = tx_off;
+        // Over an LLP a segment taken is a segment delivered (SegmentLlp).
+        if (qp.llp_ != nullptr) {
+          cur = TxKind::kNone;
+          seg.reset();
+          CompleteSq(tx_off);
+          return;
+        }
       }
     } else if (cur == TxKind::kReadResponse) {
       rresp_head = (rresp_head + 1) % rresp_cap;
       --rresp_count;
     } else if (cur == TxKind::kTerminate) {
-      // RFC 5040: after a Terminate the stream is closed (FIN after it).
-      qp.stack_.Shutdown(qp.conn_, now_us);
+      // RFC 5040: after a Terminate the stream is closed (FIN after it; over
+      // SCTP the session Terminate, RFC 5043 6.2).
+      if (qp.llp_ != nullptr) {
+        (void)qp.llp_->EndStream();
+      } else {
+        qp.stack_->Shutdown(qp.conn_, now_us);
+      }
       fin_sent = true;
     }
     cur = TxKind::kNone;
@@ -475,12 +497,75 @@ struct Qp::Impl final : public mpa::UlpduSink {
     return m;
   }
 
+  // Over an LLP: hands whole DDP segments (no MPA) to it until nothing is
+  // left or it has no room (RFC 5043 9: segments sized to its MULPDU).
+  void PumpSegments() {
+    if (!tx_allowed || llp_ended) return;
+    for (;;) {
+      if (pend_valid) {
+        const LlpSendStatus st =
+            qp.llp_->SendSegment(ByteSpan(pend_hdr, pend_hdr_len), pend_payload);
+        if (st == LlpSendStatus::kWouldBlock) {
+          ++qp.stats_.tx_blocked;
+          return;  // Poll resumes
+        }
+        if (st != LlpSendStatus::kOk) {
+          ++qp.stats_.local_errors;
+          pend_valid = false;
+          LlpGone();
+          return;
+        }
+        const size_t n = pend_hdr_len + pend_payload.size();
+        tx_off += n;
+        qp.stats_.bytes_sent += n;
+        ++qp.stats_.fpdus_out;
+        pend_valid = false;
+        if (pend_last) FinishMessage();
+        if (llp_ended) return;
+      }
+      if (cur == TxKind::kNone && !StartNext()) break;
+      ddp::SegmentDesc d;
+      if (!seg->Next(MutableByteSpan(pend_hdr), &d)) {
+        FinishMessage();
+        continue;
+      }
+      pend_hdr_len = d.header_length;
+      pend_payload = cur_payload.subspan(d.message_offset, d.payload_length);
+      pend_last = d.last;
+      pend_valid = true;
+    }
+    if (qp.state_ == QpState::kClosing && !fin_sent && sq_next == sq_count && cur == TxKind::kNone &&
+        rresp_count == 0) {
+      fin_sent = true;
+      if (qp.llp_->EndStream() != LlpSendStatus::kOk) LlpGone();
+    }
+  }
+
+  // The LLP session is over (ended, or refused a send for good).
+  void LlpGone() {
+    if (llp_ended) return;
+    llp_ended = true;
+    const QpState was = qp.state_;
+    if (was == QpState::kAwaitRequest || was == QpState::kAwaitReply) {
+      FailSetup(ConnectError::kTcpFailed, false);
+    }
+    if (qp.state_ != QpState::kError) {
+      qp.state_ = QpState::kError;
+      FlushAll(WcStatus::kFlushed);
+    }
+    qp.observer_.OnDisconnected(qp);
+  }
+
   // Frames and hands FPDUs to TCP until nothing is left or TCP is full.
   void Pump() {
+    if (qp.llp_ != nullptr) {
+      PumpSegments();
+      return;
+    }
     if (!tx_allowed || !qp.conn_.valid()) return;
     for (;;) {
       if (scratch_pending > 0) {
-        const tcp::SendStatus st = qp.stack_.SendRecord(
+        const tcp::SendStatus st = qp.stack_->SendRecord(
             qp.conn_, ByteSpan(scratch.get(), scratch_pending), now_us);
         if (st != tcp::SendStatus::kOk) {
           ++qp.stats_.tx_blocked;
@@ -515,7 +600,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     }
     if (qp.state_ == QpState::kClosing && !fin_sent && sq_next == sq_count && cur == TxKind::kNone &&
         rresp_count == 0) {
-      qp.stack_.Shutdown(qp.conn_, now_us);
+      qp.stack_->Shutdown(qp.conn_, now_us);
       fin_sent = true;
     }
   }
@@ -755,7 +840,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         FlushAll(WcStatus::kFlushed, &code, StatusForTerminate(code));
         qp.observer_.OnTerminate(qp, code, false);
         if (!fin_sent && qp.conn_.valid()) {
-          qp.stack_.Shutdown(qp.conn_, now_us);
+          qp.stack_->Shutdown(qp.conn_, now_us);
           fin_sent = true;
         }
         return;
@@ -772,7 +857,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       return;
     }
     // The send buffer is empty during setup: all or nothing always fits.
-    if (qp.stack_.SendRecord(qp.conn_, ByteSpan(buf, r.size), now_us) == tcp::SendStatus::kOk) {
+    if (qp.stack_->SendRecord(qp.conn_, ByteSpan(buf, r.size), now_us) == tcp::SendStatus::kOk) {
       tx_off += r.size;
     } else {
       ++qp.stats_.local_errors;
@@ -785,11 +870,15 @@ struct Qp::Impl final : public mpa::UlpduSink {
     qp.state_ = QpState::kError;
     FlushAll(WcStatus::kFlushed);
     qp.observer_.OnConnectFailed(qp, e, qp.peer_private_data());
+    if (qp.llp_ != nullptr && !fin_sent && !llp_ended) {
+      fin_sent = true;
+      (void)qp.llp_->EndStream();
+    }
     if (was_live && qp.conn_.valid()) {
       if (abort) {
-        qp.stack_.Abort(qp.conn_, now_us);
+        qp.stack_->Abort(qp.conn_, now_us);
       } else {
-        qp.stack_.Shutdown(qp.conn_, now_us);
+        qp.stack_->Shutdown(qp.conn_, now_us);
         fin_sent = true;
       }
     }
@@ -959,13 +1048,30 @@ struct Qp::Impl final : public mpa::UlpduSink {
 
 // ---------------------------------------------------------------- Qp
 
-Qp::Qp(const QpOptions& options, tcp::TcpStack& stack, MemoryDomain& memory, QpObserver& observer)
-    : options_(options), stack_(stack), memory_(memory), observer_(observer) {}
+Qp::Qp(const QpOptions& options, tcp::TcpStack* stack, SegmentLlp* llp, MemoryDomain& memory,
+       QpObserver& observer)
+    : options_(options), stack_(stack), llp_(llp), memory_(memory), observer_(observer) {}
 
-Qp::~Qp() = default;
+Qp::~Qp() {
+  if (llp_ != nullptr) llp_->Detach();
+}
 
 absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::TcpStack& stack,
                                                MemoryDomain& memory, QpObserver& observer) {
+  return Make(options, &stack, nullptr, memory, observer);
+}
+
+absl::StatusOr<std::unique_ptr<Qp>> Qp::CreateOnLlp(const QpOptions& options, SegmentLlp& llp,
+                                                    MemoryDomain& memory, QpObserver& observer) {
+  if (llp.Mulpdu() < ddp::kMaxHeaderSize + 1) {
+    return absl::InvalidArgumentError("LLP MULPDU too small for a DDP segment");
+  }
+  return Make(options, nullptr, &llp, memory, observer);
+}
+
+absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpStack* stack,
+                                             SegmentLlp* llp, MemoryDomain& memory,
+                                             QpObserver& observer) {
   const MpaParams& m = options.mpa;
   if (m.revision != mpa::kRevision1 && m.revision != mpa::kRevision2) {
     return absl::InvalidArgumentError("mpa.revision must be 1 or 2");
@@ -979,7 +1085,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::Tc
   if (options.sq_depth == 0 || options.rq_depth == 0 || options.cq_depth == 0) {
     return absl::InvalidArgumentError("sq_depth, rq_depth and cq_depth must be positive");
   }
-  std::unique_ptr<Qp> qp(new Qp(options, stack, memory, observer));
+  std::unique_ptr<Qp> qp(new Qp(options, stack, llp, memory, observer));
   auto impl = std::make_unique<Impl>(*qp);
   impl->sq = std::make_unique<Impl::SqEntry[]>(options.sq_depth);
   impl->rq = std::make_unique<Impl::RqEntry[]>(options.rq_depth);
@@ -996,6 +1102,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::Tc
 absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_port,
                          ByteSpan private_data, uint64_t now_us) {
   if (state_ != QpState::kIdle) return absl::FailedPreconditionError("QP not idle");
+  if (stack_ == nullptr) return absl::FailedPreconditionError("QP runs over an LLP: use ConnectLlp");
   const size_t limit = mpa::kMaxPrivateDataLength -
                        (options_.mpa.enhanced && options_.mpa.revision == mpa::kRevision2
                             ? mpa::kIrdOrdSize
@@ -1010,7 +1117,7 @@ absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_
   impl_->local_pd_len = private_data.size();
   impl_->now_us = now_us;
   state_ = QpState::kTcpConnecting;
-  absl::StatusOr<tcp::ConnId> c = stack_.Connect(local_ip, remote_ip, remote_port, *this, 0, now_us);
+  absl::StatusOr<tcp::ConnId> c = stack_->Connect(local_ip, remote_ip, remote_port, *this, 0, now_us);
   if (!c.ok()) {
     state_ = QpState::kIdle;
     return c.status();
@@ -1021,7 +1128,7 @@ absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_
 }
 
 bool Qp::AttachPassive(tcp::ConnId conn) {
-  if (state_ != QpState::kIdle) return false;
+  if (state_ != QpState::kIdle || stack_ == nullptr) return false;
   conn_ = conn;
   state_ = QpState::kAwaitRequest;
   impl_->deadline_pending = true;
@@ -1087,10 +1194,12 @@ void Qp::Poll(uint64_t now_us) {
   }
   // Only a Send or Write waiting for its acknowledgement at the head of the
   // queue needs the stack's acknowledged offset.
-  if (conn_.valid() && m.sq_count > 0 &&
+  if (llp_ != nullptr) {
+    m.CompleteSq(m.tx_off);
+  } else if (conn_.valid() && m.sq_count > 0 &&
       (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
     tcp::TcpConnInfo info;
-    if (stack_.GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
+    if (stack_->GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
   }
   m.Pump();
 }
@@ -1100,15 +1209,169 @@ void Qp::Close(uint64_t now_us) {
   if (state_ == QpState::kRts) {
     state_ = QpState::kClosing;
     impl_->Pump();
-  } else if (state_ != QpState::kError && state_ != QpState::kTerminating && conn_.valid()) {
+  } else if (state_ != QpState::kError && state_ != QpState::kTerminating &&
+             (conn_.valid() || (llp_ != nullptr && state_ != QpState::kIdle))) {
     Abort(now_us);
   }
 }
 
 void Qp::Abort(uint64_t now_us) {
   impl_->now_us = now_us;
-  if (conn_.valid()) stack_.Abort(conn_, now_us);  // OnClosed flushes
+  if (llp_ != nullptr) {
+    Impl& m = *impl_;
+    if (m.llp_ended || state_ == QpState::kIdle) return;
+    // The session Terminate; OnLlpEnded flushes when the peer answers.
+    m.fin_sent = true;
+    if (llp_->EndStream() != LlpSendStatus::kOk) m.LlpGone();
+    return;
+  }
+  if (conn_.valid()) stack_->Abort(conn_, now_us);  // OnClosed flushes
 }
+
+// ---------------------------------------------------------------- over an LLP
+
+namespace {
+
+// The RFC 6581 IRD/ORD block in front of LLP session private data (A/B/C/D
+// bits zero: no RTR over a session LLP).
+void PutIrdOrd(uint16_t ird, uint16_t ord, uint8_t* out) {
+  StoreBe16(out, static_cast<uint16_t>(ird & mpa::kIrdOrdMax));
+  StoreBe16(out + 2, static_cast<uint16_t>(ord & mpa::kIrdOrdMax));
+}
+
+bool GetIrdOrd(ByteSpan pd, mpa::IrdOrd* out) {
+  ByteReader r(pd);
+  const uint16_t ird = r.U16();
+  const uint16_t ord = r.U16();
+  if (!r.ok()) return false;
+  out->ird = ird & mpa::kIrdOrdMax;
+  out->ord = ord & mpa::kIrdOrdMax;
+  return true;
+}
+
+// IRD/ORD block + private data into `buf`; returns the bytes used.
+size_t BuildLlpPd(uint16_t ird, uint16_t ord, ByteSpan pd, uint8_t* buf) {
+  PutIrdOrd(ird, ord, buf);
+  const size_t n = std::min(pd.size(), mpa::kMaxPrivateDataLength - mpa::kIrdOrdSize);
+  if (n > 0) std::memcpy(buf + mpa::kIrdOrdSize, pd.data(), n);
+  return mpa::kIrdOrdSize + n;
+}
+
+}  // namespace
+
+absl::Status Qp::ConnectLlp(ByteSpan private_data, uint64_t now_us) {
+  if (llp_ == nullptr) return absl::FailedPreconditionError("QP runs over TCP: use Connect");
+  if (state_ != QpState::kIdle) return absl::FailedPreconditionError("QP not idle");
+  if (private_data.size() > mpa::kMaxPrivateDataLength - mpa::kIrdOrdSize) {
+    return absl::InvalidArgumentError("private data longer than 512 bytes with IRD/ORD");
+  }
+  Impl& m = *impl_;
+  uint8_t buf[mpa::kMaxPrivateDataLength];
+  const size_t n = BuildLlpPd(options_.mpa.ird, options_.mpa.ord, private_data, buf);
+  m.now_us = now_us;
+  const LlpSendStatus st = llp_->Initiate(ByteSpan(buf, n));
+  if (st != LlpSendStatus::kOk) {
+    return absl::UnavailableError(st == LlpSendStatus::kWouldBlock ? "LLP has no send space"
+                                                                   : "LLP refused the Initiate");
+  }
+  state_ = QpState::kAwaitReply;
+  m.deadline_us = now_us + options_.mpa.reply_timeout_us;
+  return absl::OkStatus();
+}
+
+void Qp::OnLlpInitiate(ByteSpan private_data) {
+  Impl& m = *impl_;
+  if (llp_ == nullptr) return;
+  if (state_ != QpState::kIdle) {
+    (void)llp_->Reject(ByteSpan());
+    return;
+  }
+  state_ = QpState::kAwaitRequest;
+  mpa::IrdOrd peer;
+  if (private_data.size() > options_.mpa.max_private_data + mpa::kIrdOrdSize ||
+      !GetIrdOrd(private_data, &peer)) {
+    m.CopyPeerPd(private_data);
+    (void)llp_->Reject(ByteSpan());
+    m.fin_sent = true;  // the session never opened
+    m.FailSetup(ConnectError::kInvalidStartupFrame, false);
+    return;
+  }
+  m.CopyPeerPd(private_data.subspan(mpa::kIrdOrdSize));
+  mpa::StartupFrame req;
+  req.type = mpa::FrameType::kRequest;
+  req.revision = 0;  // no MPA over this LLP
+  req.ird_ord = peer;
+  req.private_data = peer_private_data();
+  const AcceptDecision d = observer_.OnConnectRequest(*this, req);
+  const MpaParams& p = options_.mpa;
+  neg_ = Negotiated{};
+  neg_.enhanced = true;
+  neg_.ird = p.ird;
+  neg_.ord = peer.ird == mpa::kIrdOrdMax ? p.ord : std::min<uint16_t>(p.ord, peer.ird);
+  uint8_t buf[mpa::kMaxPrivateDataLength];
+  if (!d.accept) {
+    const size_t n = std::min(d.private_data.size(), mpa::kMaxPrivateDataLength);
+    if (n > 0) std::memcpy(buf, d.private_data.data(), n);
+    (void)llp_->Reject(ByteSpan(buf, n));
+    m.fin_sent = true;  // the session never opened
+    m.FailSetup(ConnectError::kRejectedLocally, false);
+    return;
+  }
+  const size_t n = BuildLlpPd(neg_.ird, neg_.ord, d.private_data, buf);
+  if (llp_->Accept(ByteSpan(buf, n)) != LlpSendStatus::kOk) {
+    m.FailSetup(ConnectError::kTcpFailed, true);
+    return;
+  }
+  m.mulpdu = llp_->Mulpdu();
+  state_ = QpState::kRts;
+  m.tx_allowed = true;
+  m.deadline_us = 0;
+  m.deadline_pending = false;
+  observer_.OnEstablished(*this, peer_private_data());
+  m.Pump();
+}
+
+void Qp::OnLlpAccepted(ByteSpan private_data) {
+  Impl& m = *impl_;
+  if (state_ != QpState::kAwaitReply) return;
+  mpa::IrdOrd peer;
+  if (!GetIrdOrd(private_data, &peer)) {
+    m.CopyPeerPd(private_data);
+    m.FailSetup(ConnectError::kInvalidStartupFrame, true);
+    return;
+  }
+  m.CopyPeerPd(private_data.subspan(mpa::kIrdOrdSize));
+  const MpaParams& p = options_.mpa;
+  neg_ = Negotiated{};
+  neg_.enhanced = true;
+  neg_.ird = p.ird;
+  neg_.ord = peer.ird == mpa::kIrdOrdMax ? p.ord : std::min<uint16_t>(p.ord, peer.ird);
+  m.mulpdu = llp_->Mulpdu();
+  m.deadline_us = 0;
+  m.deadline_pending = false;
+  m.tx_allowed = true;
+  state_ = QpState::kRts;
+  // RFC 6581: our IRD must cover the ORD the responder announced.
+  if (peer.ord != mpa::kIrdOrdMax && peer.ord > p.ird) {
+    connect_error_ = ConnectError::kInsufficientIrd;
+    m.SendTerminate(LlpCode(mpa::MpaError::kInsufficientIrd), nullptr, ByteSpan());
+    return;
+  }
+  observer_.OnEstablished(*this, peer_private_data());
+  m.Pump();
+}
+
+void Qp::OnLlpRejected(ByteSpan private_data) {
+  Impl& m = *impl_;
+  if (state_ != QpState::kAwaitReply) return;
+  m.CopyPeerPd(private_data);
+  m.fin_sent = true;  // the session never opened
+  m.FailSetup(ConnectError::kRejected, false);
+}
+
+void Qp::OnLlpSegment(ByteSpan ddp_segment) { impl_->OnUlpdu(ddp_segment, Seq32(0)); }
+
+void Qp::OnLlpEnded() { impl_->LlpGone(); }
 
 void Qp::OnConnected(tcp::ConnId conn) {
   if (conn != conn_) return;
@@ -1184,7 +1447,7 @@ void Qp::OnPeerFin(tcp::ConnId conn) {
       return;
     default:
       if (!m.fin_sent) {
-        stack_.Shutdown(conn_, m.now_us);
+        stack_->Shutdown(conn_, m.now_us);
         m.fin_sent = true;
       }
       return;
