@@ -262,7 +262,9 @@ TEST_F(QpSctpTest, SetupCarriesPrivateDataAndIrdOrd) {
 
 TEST_F(QpSctpTest, RejectCarriesPrivateData) {
   OpenAssociation();
-  auto [c, s] = OpenPair(1, {}, {}, "", /*connect=*/false);
+  const auto pair_1 = OpenPair(1, {}, {}, "", /*connect=*/false);
+  End* c = pair_1.first;
+  End* s = pair_1.second;
   ASSERT_NE(c, nullptr);
   s->obs.accept = false;
   s->obs.reply_pd = Str("go away");
@@ -298,7 +300,9 @@ class QpSctpSizes : public QpSctpTest, public ::testing::WithParamInterface<size
 
 TEST_P(QpSctpSizes, SendWriteReadSha256) {
   OpenAssociation();
-  auto [c, s] = OpenPair(0);
+  const auto pair_2 = OpenPair(0);
+  End* c = pair_2.first;
+  End* s = pair_2.second;
   ASSERT_NE(c, nullptr);
   Transfers(*c, *s, GetParam(), static_cast<uint32_t>(GetParam() + 3));
   // RFC 5043 9: no segment beyond the association's MULPDU; one DDP segment
@@ -329,7 +333,8 @@ TEST_F(QpSctpTest, SeveralStreamsOnOneAssociation) {
   std::vector<std::vector<uint8_t>> src;
   std::vector<uint32_t> sinks;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    auto [c, s] = pairs[i];
+    End* c = pairs[i].first;
+    End* s = pairs[i].second;
     src.push_back(Pattern(kSize, static_cast<uint32_t>(40 + i)));
     const uint32_t a = c->mem.Register(kSize, 0);
     std::copy(src[i].begin(), src[i].end(), c->mem.Bytes(a).begin());
@@ -367,8 +372,12 @@ TEST_F(QpSctpTest, SeveralStreamsOnOneAssociation) {
 
 TEST_F(QpSctpTest, InvalidStagIsTerminatedWhileAnotherStreamKeepsWorking) {
   OpenAssociation();
-  auto [bad_c, bad_s] = OpenPair(1);
-  auto [ok_c, ok_s] = OpenPair(2);
+  const auto pair_3 = OpenPair(1);
+  End* bad_c = pair_3.first;
+  End* bad_s = pair_3.second;
+  const auto pair_4 = OpenPair(2);
+  End* ok_c = pair_4.first;
+  End* ok_s = pair_4.second;
   ASSERT_NE(bad_c, nullptr);
   ASSERT_NE(ok_c, nullptr);
   const uint32_t a = bad_c->mem.Register(64, ddp::kAccessAll);
@@ -411,7 +420,9 @@ TEST_F(QpSctpTest, InvalidStagIsTerminatedWhileAnotherStreamKeepsWorking) {
 
 TEST_F(QpSctpTest, LossReorderDuplicationKeepDataIdentical) {
   OpenAssociation();
-  auto [c, s] = OpenPair(4);
+  const auto pair_5 = OpenPair(4);
+  End* c = pair_5.first;
+  End* s = pair_5.second;
   ASSERT_NE(c, nullptr);
   Impairment imp;
   imp.loss = 0.02;
@@ -428,7 +439,9 @@ TEST_F(QpSctpTest, LossReorderDuplicationKeepDataIdentical) {
 
 TEST_F(QpSctpTest, GracefulCloseFlushesTheReceiveQueue) {
   OpenAssociation();
-  auto [c, s] = OpenPair(6);
+  const auto pair_6 = OpenPair(6);
+  End* c = pair_6.first;
+  End* s = pair_6.second;
   ASSERT_NE(c, nullptr);
   const uint32_t buf = s->mem.Register(16, ddp::kAccessLocalWrite);
   ASSERT_EQ(s->qp->PostRecv(RecvWr{55, LocalSge{buf, 0x10000, 16}}), PostStatus::kOk);
