@@ -134,6 +134,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
   bool pend_last = false;
   bool llp_ended = false;
 
+  // The LLP under DDP (transmit side): MpaTcpTx or SegmentTx.
+  class TxLlp;
+  std::unique_ptr<TxLlp> tx;
+
   // Handshake.
   uint8_t hs_buf[kHandshakeBufSize] = {};
   size_t hs_len = 0;
@@ -160,7 +164,6 @@ struct Qp::Impl final : public mpa::UlpduSink {
   std::optional<ddp::Segmenter> seg;
   ByteSpan cur_payload;
   uint32_t cur_sq = 0;
-  bool cur_last_sent = false;
   uint8_t small_payload[rdmap::kMaxTerminateSize] = {};
   uint8_t term_buf[rdmap::kMaxTerminateSize] = {};
   size_t term_len = 0;
@@ -170,6 +173,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   ddp::UntaggedBuffer term_in_buf{0, rdmap::kMaxTerminateSize};
 
   explicit Impl(Qp& q) : qp(q) {}
+  void SetTx();  // MpaTcpTx or SegmentTx, by the Qp's LLP
 
   // ---- completions
   void PushCompletion(const Completion& c) {
@@ -234,12 +238,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // code; the rest gets `status`.
   void FlushAll(WcStatus status, const rdmap::TerminateCode* failed = nullptr,
                 WcStatus failed_status = WcStatus::kFlushed) {
-    if (qp.llp_ != nullptr) {
-      CompleteSq(tx_off);  // taken by the LLP = complete (SegmentLlp)
-    } else if (qp.conn_.valid()) {
-      tcp::TcpConnInfo info;
-      if (qp.stack_->GetConnection(qp.conn_, &info)) CompleteSq(info.bytes_out);
-    }
+    if (tx->Usable() || tx->CompletesOnTake()) CompleteSq(tx->CompleteUpTo());
     for (uint32_t i = 0; i < sq_count; ++i) {
       SqEntry& e = sq[(sq_head + i) % qp.options_.sq_depth];
       if (e.st != SqState::kDone) {
@@ -460,8 +459,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
       } else {
         e.st = SqState::kSent;
         e.end_offset = tx_off;
-        // Over an LLP a segment taken is a segment delivered (SegmentLlp).
-        if (qp.llp_ != nullptr) {
+        // Over a SegmentLlp a segment taken is a segment delivered.
+        if (tx->CompletesOnTake()) {
           cur = TxKind::kNone;
           seg.reset();
           CompleteSq(tx_off);
@@ -474,12 +473,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
     } else if (cur == TxKind::kTerminate) {
       // RFC 5040: after a Terminate the stream is closed (FIN after it; over
       // SCTP the session Terminate, RFC 5043 6.2).
-      if (qp.llp_ != nullptr) {
-        (void)qp.llp_->EndStream();
-      } else {
-        qp.stack_->Shutdown(qp.conn_, now_us);
-      }
       fin_sent = true;
+      tx->EndStream();
     }
     cur = TxKind::kNone;
     seg.reset();
@@ -497,50 +492,6 @@ struct Qp::Impl final : public mpa::UlpduSink {
     return m;
   }
 
-  // Over an LLP: hands whole DDP segments (no MPA) to it until nothing is
-  // left or it has no room (RFC 5043 9: segments sized to its MULPDU).
-  void PumpSegments() {
-    if (!tx_allowed || llp_ended) return;
-    for (;;) {
-      if (pend_valid) {
-        const LlpSendStatus st =
-            qp.llp_->SendSegment(ByteSpan(pend_hdr, pend_hdr_len), pend_payload);
-        if (st == LlpSendStatus::kWouldBlock) {
-          ++qp.stats_.tx_blocked;
-          return;  // Poll resumes
-        }
-        if (st != LlpSendStatus::kOk) {
-          ++qp.stats_.local_errors;
-          pend_valid = false;
-          LlpGone();
-          return;
-        }
-        const size_t n = pend_hdr_len + pend_payload.size();
-        tx_off += n;
-        qp.stats_.bytes_sent += n;
-        ++qp.stats_.fpdus_out;
-        pend_valid = false;
-        if (pend_last) FinishMessage();
-        if (llp_ended) return;
-      }
-      if (cur == TxKind::kNone && !StartNext()) break;
-      ddp::SegmentDesc d;
-      if (!seg->Next(MutableByteSpan(pend_hdr), &d)) {
-        FinishMessage();
-        continue;
-      }
-      pend_hdr_len = d.header_length;
-      pend_payload = cur_payload.subspan(d.message_offset, d.payload_length);
-      pend_last = d.last;
-      pend_valid = true;
-    }
-    if (qp.state_ == QpState::kClosing && !fin_sent && sq_next == sq_count && cur == TxKind::kNone &&
-        rresp_count == 0) {
-      fin_sent = true;
-      if (qp.llp_->EndStream() != LlpSendStatus::kOk) LlpGone();
-    }
-  }
-
   // The LLP session is over (ended, or refused a send for good).
   void LlpGone() {
     if (llp_ended) return;
@@ -556,52 +507,133 @@ struct Qp::Impl final : public mpa::UlpduSink {
     qp.observer_.OnDisconnected(qp);
   }
 
-  // Frames and hands FPDUs to TCP until nothing is left or TCP is full.
-  void Pump() {
-    if (qp.llp_ != nullptr) {
-      PumpSegments();
-      return;
+  // ---- the LLP under DDP (transmit side)
+  //
+  // DDP segmentation, queues, RDMAP and completions run on this interface;
+  // MPA/TCP (FPDU framing with CRC and Markers into the TCP send buffer,
+  // completion on TCP acknowledgement) and a SegmentLlp (RFC 5043: one DDP
+  // segment per SCTP message, completion when taken) implement it. Receive
+  // needs no interface: both deliver whole DDP segments to OnUlpdu.
+  class TxLlp {
+   public:
+    virtual ~TxLlp() = default;
+    // False once the LLP connection is gone (nothing more can be sent).
+    virtual bool Usable() const = 0;
+    // MULPDU for the next segment at the current stream position, 0: the
+    // one fixed at setup (Impl::mulpdu).
+    virtual uint32_t NextMulpdu() const = 0;
+    // One DDP segment. kWouldBlock: offered again (same segment) later;
+    // *wire: bytes the LLP put on its stream for it.
+    virtual LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) = 0;
+    // A send failed for good.
+    virtual void Failed() = 0;
+    // Ends the stream (FIN / session Terminate) after a Terminate or Close.
+    virtual void EndStream() = 0;
+    // Stream offset up to which Sends and Writes count as complete.
+    virtual uint64_t CompleteUpTo() const = 0;
+    // Whether a message completes as soon as its last segment is taken.
+    virtual bool CompletesOnTake() const = 0;
+  };
+
+  class MpaTcpTx final : public TxLlp {
+   public:
+    explicit MpaTcpTx(Impl& m) : m_(m) {}
+    bool Usable() const override { return m_.qp.conn_.valid(); }
+    uint32_t NextMulpdu() const override { return m_.tx_cfg.markers ? m_.MarkerMulpdu() : 0; }
+    LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
+      // An FPDU refused for send space stays encoded in the scratch buffer
+      // (CRC computed once) and is offered again as is.
+      if (m_.scratch_pending == 0) {
+        const mpa::FpduEncodeResult r =
+            mpa::EncodeFpdu(header, payload, Seq32(static_cast<uint32_t>(m_.tx_off)), m_.tx_cfg,
+                            MutableByteSpan(m_.scratch.get(), kTxScratchSize));
+        if (r.status != mpa::FpduStatus::kOk) return LlpSendStatus::kError;  // our sizing bug
+        m_.scratch_pending = r.size;
+      }
+      const tcp::SendStatus st = m_.qp.stack_->SendRecord(
+          m_.qp.conn_, ByteSpan(m_.scratch.get(), m_.scratch_pending), m_.now_us);
+      if (st != tcp::SendStatus::kOk) return LlpSendStatus::kWouldBlock;  // OnSendSpace resumes
+      *wire = m_.scratch_pending;
+      m_.scratch_pending = 0;
+      return LlpSendStatus::kOk;
     }
-    if (!tx_allowed || !qp.conn_.valid()) return;
+    void Failed() override {}
+    void EndStream() override { m_.qp.stack_->Shutdown(m_.qp.conn_, m_.now_us); }
+    uint64_t CompleteUpTo() const override {
+      tcp::TcpConnInfo info;
+      if (m_.qp.conn_.valid() && m_.qp.stack_->GetConnection(m_.qp.conn_, &info)) {
+        return info.bytes_out;
+      }
+      return 0;
+    }
+    bool CompletesOnTake() const override { return false; }
+
+   private:
+    Impl& m_;
+  };
+
+  class SegmentTx final : public TxLlp {
+   public:
+    explicit SegmentTx(Impl& m) : m_(m) {}
+    bool Usable() const override { return !m_.llp_ended; }
+    uint32_t NextMulpdu() const override { return 0; }
+    LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
+      const LlpSendStatus st = m_.qp.llp_->SendSegment(header, payload);
+      if (st == LlpSendStatus::kOk) *wire = header.size() + payload.size();
+      return st;
+    }
+    void Failed() override { m_.LlpGone(); }
+    void EndStream() override {
+      if (m_.qp.llp_->EndStream() != LlpSendStatus::kOk) m_.LlpGone();
+    }
+    uint64_t CompleteUpTo() const override { return m_.tx_off; }
+    bool CompletesOnTake() const override { return true; }
+
+   private:
+    Impl& m_;
+  };
+
+  // Segments the current message to the LLP's MULPDU and hands the segments
+  // over until nothing is left or the LLP is full.
+  void Pump() {
+    if (!tx_allowed || !tx->Usable()) return;
     for (;;) {
-      if (scratch_pending > 0) {
-        const tcp::SendStatus st = qp.stack_->SendRecord(
-            qp.conn_, ByteSpan(scratch.get(), scratch_pending), now_us);
-        if (st != tcp::SendStatus::kOk) {
+      if (pend_valid) {
+        size_t wire = 0;
+        const LlpSendStatus st =
+            tx->Send(ByteSpan(pend_hdr, pend_hdr_len), pend_payload, &wire);
+        if (st == LlpSendStatus::kWouldBlock) {
           ++qp.stats_.tx_blocked;
-          return;  // OnSendSpace resumes
+          return;  // OnSendSpace / Poll resumes
         }
-        tx_off += scratch_pending;
-        qp.stats_.bytes_sent += scratch_pending;
+        pend_valid = false;
+        if (st != LlpSendStatus::kOk) {
+          ++qp.stats_.local_errors;  // never from a peer
+          tx->Failed();
+          return;
+        }
+        tx_off += wire;
+        qp.stats_.bytes_sent += wire;
         ++qp.stats_.fpdus_out;
-        scratch_pending = 0;
-        if (cur_last_sent) FinishMessage();
-        if (!qp.conn_.valid()) return;
+        if (pend_last) FinishMessage();
+        if (!tx->Usable()) return;
       }
       if (cur == TxKind::kNone && !StartNext()) break;
-      if (tx_cfg.markers) seg->SetMulpdu(MarkerMulpdu());
-      uint8_t hdr[ddp::kMaxHeaderSize];
+      if (const uint32_t m = tx->NextMulpdu(); m != 0) seg->SetMulpdu(m);
       ddp::SegmentDesc d;
-      if (!seg->Next(MutableByteSpan(hdr), &d)) {
+      if (!seg->Next(MutableByteSpan(pend_hdr), &d)) {
         FinishMessage();
         continue;
       }
-      const ByteSpan payload = cur_payload.subspan(d.message_offset, d.payload_length);
-      const mpa::FpduEncodeResult r =
-          mpa::EncodeFpdu(ByteSpan(hdr, d.header_length), payload,
-                          Seq32(static_cast<uint32_t>(tx_off)), tx_cfg,
-                          MutableByteSpan(scratch.get(), kTxScratchSize));
-      if (r.status != mpa::FpduStatus::kOk) {
-        ++qp.stats_.local_errors;  // our own sizing bug; never from a peer
-        return;
-      }
-      scratch_pending = r.size;
-      cur_last_sent = d.last;
+      pend_hdr_len = d.header_length;
+      pend_payload = cur_payload.subspan(d.message_offset, d.payload_length);
+      pend_last = d.last;
+      pend_valid = true;
     }
     if (qp.state_ == QpState::kClosing && !fin_sent && sq_next == sq_count && cur == TxKind::kNone &&
         rresp_count == 0) {
-      qp.stack_->Shutdown(qp.conn_, now_us);
       fin_sent = true;
+      tx->EndStream();
     }
   }
 
@@ -1046,6 +1078,14 @@ struct Qp::Impl final : public mpa::UlpduSink {
   }
 };
 
+void Qp::Impl::SetTx() {
+  if (qp.llp_ != nullptr) {
+    tx = std::make_unique<SegmentTx>(*this);
+  } else {
+    tx = std::make_unique<MpaTcpTx>(*this);
+  }
+}
+
 // ---------------------------------------------------------------- Qp
 
 Qp::Qp(const QpOptions& options, tcp::TcpStack* stack, SegmentLlp* llp, MemoryDomain& memory,
@@ -1095,6 +1135,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpS
   impl->oreads_cap = static_cast<uint32_t>(m.ord) + 1;  // + the Read RTR
   impl->oreads = std::make_unique<Impl::OutRead[]>(impl->oreads_cap);
   impl->scratch = std::make_unique<uint8_t[]>(kTxScratchSize);
+  impl->SetTx();
   qp->impl_ = std::move(impl);
   return qp;
 }
@@ -1194,7 +1235,7 @@ void Qp::Poll(uint64_t now_us) {
   }
   // Only a Send or Write waiting for its acknowledgement at the head of the
   // queue needs the stack's acknowledged offset.
-  if (llp_ != nullptr) {
+  if (m.tx->CompletesOnTake()) {
     m.CompleteSq(m.tx_off);
   } else if (conn_.valid() && m.sq_count > 0 &&
       (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
