@@ -454,5 +454,48 @@ TEST_F(QpSctpTest, GracefulCloseFlushesTheReceiveQueue) {
   EXPECT_TRUE(server_->StreamIdle(6));
 }
 
+TEST_F(QpSctpTest, AbortFlushesBothEnds) {
+  OpenAssociation();
+  const auto pair = OpenPair(7);
+  End* c = pair.first;
+  End* s = pair.second;
+  ASSERT_NE(c, nullptr);
+  const uint32_t cb = c->mem.Register(16, ddp::kAccessLocalWrite);
+  const uint32_t sb = s->mem.Register(16, ddp::kAccessLocalWrite);
+  ASSERT_EQ(c->qp->PostRecv(RecvWr{1, LocalSge{cb, 0x10000, 16}}), PostStatus::kOk);
+  ASSERT_EQ(s->qp->PostRecv(RecvWr{2, LocalSge{sb, 0x10000, 16}}), PostStatus::kOk);
+  c->qp->Abort(link_.now_ms() * 1000);
+  ASSERT_TRUE(RunUntil([&] { return c->obs.disconnected && s->obs.disconnected; }));
+  ASSERT_EQ(c->cqes.size(), 1u);
+  EXPECT_EQ(c->cqes[0].status, WcStatus::kFlushed);
+  ASSERT_EQ(s->cqes.size(), 1u);
+  EXPECT_EQ(s->cqes[0].status, WcStatus::kFlushed);
+  EXPECT_EQ(c->qp->state(), QpState::kError);
+  EXPECT_EQ(s->qp->state(), QpState::kError);
+  EXPECT_EQ(c->qp->PostSend(SendWr{3, WrOpcode::kSend, LocalSge{}}), PostStatus::kNotConnected);
+  // The association outlives the stream.
+  EXPECT_EQ(client_->state(), sctp::DdpAssociation::State::kUp);
+}
+
+TEST_F(QpSctpTest, UnansweredInitiateTimesOut) {
+  OpenAssociation();
+  QpOptions o;
+  o.mpa.reply_timeout_us = 50'000;
+  End c;
+  c.qp = *cs_.CreateQp(4, o, c.mem, c.obs);
+  Impairment all_lost;
+  all_lost.loss = 1.0;
+  link_.set_impairment(all_lost);
+  ASSERT_TRUE(c.qp->ConnectLlp({}, link_.now_ms() * 1000).ok());
+  ASSERT_TRUE(RunUntil([&] {
+    c.qp->Poll(link_.now_ms() * 1000);
+    return c.obs.failed != ConnectError::kNone;
+  }, 2000));
+  EXPECT_EQ(c.obs.failed, ConnectError::kTimeout);
+  EXPECT_EQ(c.qp->state(), QpState::kError);
+  link_.set_impairment(Impairment{});
+  c.qp.reset();
+}
+
 }  // namespace
 }  // namespace iwarp::engine
