@@ -168,7 +168,7 @@ double SctpWrites(sctp::UsrsctpHost& host, uint64_t* segments) {
   const double t1 = CpuNow();
   while (s >= 0 && qb->stats().bytes_placed < kTotal && MonotonicUs() - start < 60'000'000) step();
   if (s >= 0) s += CpuNow() - t1;
-
+  if (qb->stats().bytes_placed < kTotal) s = -1;
   if (mb.Bytes(sink)[kMsg / 2] != 0x5A) s = -1;
   *segments = qa->stats().fpdus_out;
   qa.reset();
