@@ -33,6 +33,16 @@
 //  - Transmit copies each FPDU once (CRC computed during the copy) into the
 //    TCP send buffer with SendRecord; SendZeroCopy is not used yet.
 //
+// LLPs: DDP/RDMAP (segmentation to the MULPDU, placement, queues, RDMAP
+// operations, Terminate, completions) runs on an internal transmit LLP
+// interface with two implementations: MPA over TcpStack (Create: FPDUs with
+// CRC and Markers, MPA setup with RTR and IRD/ORD, completion on TCP
+// acknowledgement) and a message-oriented SegmentLlp (CreateOnLlp; RFC 5043
+// DDP streams over SCTP through iwarp/sctp_llp.h: one DDP segment per
+// message, session setup with the IRD/ORD block, completion when the LLP took
+// the last segment). Both deliver whole DDP segments to the same receive
+// path.
+//
 // Allocation: Create() allocates every queue and the transmit scratch; the
 // FPDU receive decoder's reassembly buffer is allocated when Full Operation
 // starts (connection setup, control path). After that nothing allocates.
