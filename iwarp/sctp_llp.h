@@ -21,8 +21,13 @@
 //   loop: host.Poll / Input; assoc->Service(); qp->Poll(now_us)
 //
 // Threading: everything on the core that owns the UsrsctpHost. A Qp must be
-// destroyed before its SctpStreams; the association may go first (the QPs
-// then see OnDisconnected first through OnStreamEnded / OnAssociationDown).
+// destroyed before its SctpStreams. Destroy the QPs before the association,
+// or call set_association(nullptr) first (their sends then fail and they go
+// to kError).
+//
+// Passive side: an Initiate on a stream without a Qp is rejected (counted in
+// initiates_refused()); create the responder's Qp on the stream before the
+// peer initiates.
 #ifndef IWARPD_IWARP_SCTP_LLP_H_
 #define IWARPD_IWARP_SCTP_LLP_H_
 
