@@ -126,6 +126,17 @@ struct Qp::Impl final : public mpa::UlpduSink {
   uint32_t oreads_cap = 0, oreads_head = 0, oreads_count = 0;
   std::unique_ptr<uint8_t[]> scratch;
   size_t scratch_pending = 0;  // encoded FPDU not yet taken by TcpStack
+  // Over an LLP: the DDP segment built but not yet taken (would-block).
+  uint8_t pend_hdr[ddp::kMaxHeaderSize] = {};
+  size_t pend_hdr_len = 0;
+  ByteSpan pend_payload;
+  bool pend_valid = false;
+  bool pend_last = false;
+  bool llp_ended = false;
+
+  // The LLP under DDP (transmit side): MpaTcpTx or SegmentTx.
+  class TxLlp;
+  std::unique_ptr<TxLlp> tx;
 
   // Handshake.
   uint8_t hs_buf[kHandshakeBufSize] = {};
@@ -153,7 +164,6 @@ struct Qp::Impl final : public mpa::UlpduSink {
   std::optional<ddp::Segmenter> seg;
   ByteSpan cur_payload;
   uint32_t cur_sq = 0;
-  bool cur_last_sent = false;
   uint8_t small_payload[rdmap::kMaxTerminateSize] = {};
   uint8_t term_buf[rdmap::kMaxTerminateSize] = {};
   size_t term_len = 0;
@@ -163,6 +173,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   ddp::UntaggedBuffer term_in_buf{0, rdmap::kMaxTerminateSize};
 
   explicit Impl(Qp& q) : qp(q) {}
+  void SetTx();  // MpaTcpTx or SegmentTx, by the Qp's LLP
 
   // ---- completions
   void PushCompletion(const Completion& c) {
@@ -227,10 +238,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // code; the rest gets `status`.
   void FlushAll(WcStatus status, const rdmap::TerminateCode* failed = nullptr,
                 WcStatus failed_status = WcStatus::kFlushed) {
-    if (qp.conn_.valid()) {
-      tcp::TcpConnInfo info;
-      if (qp.stack_.GetConnection(qp.conn_, &info)) CompleteSq(info.bytes_out);
-    }
+    if (tx->Usable() || tx->CompletesOnTake()) CompleteSq(tx->CompleteUpTo());
     for (uint32_t i = 0; i < sq_count; ++i) {
       SqEntry& e = sq[(sq_head + i) % qp.options_.sq_depth];
       if (e.st != SqState::kDone) {
@@ -259,6 +267,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     cur = TxKind::kNone;
     seg.reset();
     scratch_pending = 0;
+    pend_valid = false;
     sq_next = 0;
   }
 
@@ -290,7 +299,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     decoder.emplace(rx_cfg, Seq32(static_cast<uint32_t>(rx_origin)), mpa::kMaxUlpduLength);
     tx_cfg = mpa::FpduConfig{qp.neg_.tx_markers, qp.neg_.crc,
                              Seq32(static_cast<uint32_t>(tx_origin))};
-    const uint32_t emss_now = qp.stack_.Emss(qp.conn_);
+    const uint32_t emss_now = qp.stack_->Emss(qp.conn_);
     emss = emss_now == 0 ? 536 : emss_now;
     mulpdu = mpa::Mulpdu(emss, qp.neg_.tx_markers);
   }
@@ -450,14 +459,22 @@ struct Qp::Impl final : public mpa::UlpduSink {
       } else {
         e.st = SqState::kSent;
         e.end_offset = tx_off;
+        // Over a SegmentLlp a segment taken is a segment delivered.
+        if (tx->CompletesOnTake()) {
+          cur = TxKind::kNone;
+          seg.reset();
+          CompleteSq(tx_off);
+          return;
+        }
       }
     } else if (cur == TxKind::kReadResponse) {
       rresp_head = (rresp_head + 1) % rresp_cap;
       --rresp_count;
     } else if (cur == TxKind::kTerminate) {
-      // RFC 5040: after a Terminate the stream is closed (FIN after it).
-      qp.stack_.Shutdown(qp.conn_, now_us);
+      // RFC 5040: after a Terminate the stream is closed (FIN after it; over
+      // SCTP the session Terminate, RFC 5043 6.2).
       fin_sent = true;
+      tx->EndStream();
     }
     cur = TxKind::kNone;
     seg.reset();
@@ -475,48 +492,148 @@ struct Qp::Impl final : public mpa::UlpduSink {
     return m;
   }
 
-  // Frames and hands FPDUs to TCP until nothing is left or TCP is full.
+  // The LLP session is over (ended, or refused a send for good).
+  void LlpGone() {
+    if (llp_ended) return;
+    llp_ended = true;
+    const QpState was = qp.state_;
+    if (was == QpState::kAwaitRequest || was == QpState::kAwaitReply) {
+      FailSetup(ConnectError::kTcpFailed, false);
+    }
+    if (qp.state_ != QpState::kError) {
+      qp.state_ = QpState::kError;
+      FlushAll(WcStatus::kFlushed);
+    }
+    qp.observer_.OnDisconnected(qp);
+  }
+
+  // ---- the LLP under DDP (transmit side)
+  //
+  // DDP segmentation, queues, RDMAP and completions run on this interface;
+  // MPA/TCP (FPDU framing with CRC and Markers into the TCP send buffer,
+  // completion on TCP acknowledgement) and a SegmentLlp (RFC 5043: one DDP
+  // segment per SCTP message, completion when taken) implement it. Receive
+  // needs no interface: both deliver whole DDP segments to OnUlpdu.
+  class TxLlp {
+   public:
+    virtual ~TxLlp() = default;
+    // False once the LLP connection is gone (nothing more can be sent).
+    virtual bool Usable() const = 0;
+    // MULPDU for the next segment at the current stream position, 0: the
+    // one fixed at setup (Impl::mulpdu).
+    virtual uint32_t NextMulpdu() const = 0;
+    // One DDP segment. kWouldBlock: offered again (same segment) later;
+    // *wire: bytes the LLP put on its stream for it.
+    virtual LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) = 0;
+    // A send failed for good.
+    virtual void Failed() = 0;
+    // Ends the stream (FIN / session Terminate) after a Terminate or Close.
+    virtual void EndStream() = 0;
+    // Stream offset up to which Sends and Writes count as complete.
+    virtual uint64_t CompleteUpTo() const = 0;
+    // Whether a message completes as soon as its last segment is taken.
+    virtual bool CompletesOnTake() const = 0;
+  };
+
+  class MpaTcpTx final : public TxLlp {
+   public:
+    explicit MpaTcpTx(Impl& m) : m_(m) {}
+    bool Usable() const override { return m_.qp.conn_.valid(); }
+    uint32_t NextMulpdu() const override { return m_.tx_cfg.markers ? m_.MarkerMulpdu() : 0; }
+    LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
+      // An FPDU refused for send space stays encoded in the scratch buffer
+      // (CRC computed once) and is offered again as is.
+      if (m_.scratch_pending == 0) {
+        const mpa::FpduEncodeResult r =
+            mpa::EncodeFpdu(header, payload, Seq32(static_cast<uint32_t>(m_.tx_off)), m_.tx_cfg,
+                            MutableByteSpan(m_.scratch.get(), kTxScratchSize));
+        if (r.status != mpa::FpduStatus::kOk) return LlpSendStatus::kError;  // our sizing bug
+        m_.scratch_pending = r.size;
+      }
+      const tcp::SendStatus st = m_.qp.stack_->SendRecord(
+          m_.qp.conn_, ByteSpan(m_.scratch.get(), m_.scratch_pending), m_.now_us);
+      if (st != tcp::SendStatus::kOk) return LlpSendStatus::kWouldBlock;  // OnSendSpace resumes
+      *wire = m_.scratch_pending;
+      m_.scratch_pending = 0;
+      return LlpSendStatus::kOk;
+    }
+    void Failed() override {}
+    void EndStream() override { m_.qp.stack_->Shutdown(m_.qp.conn_, m_.now_us); }
+    uint64_t CompleteUpTo() const override {
+      tcp::TcpConnInfo info;
+      if (m_.qp.conn_.valid() && m_.qp.stack_->GetConnection(m_.qp.conn_, &info)) {
+        return info.bytes_out;
+      }
+      return 0;
+    }
+    bool CompletesOnTake() const override { return false; }
+
+   private:
+    Impl& m_;
+  };
+
+  class SegmentTx final : public TxLlp {
+   public:
+    explicit SegmentTx(Impl& m) : m_(m) {}
+    bool Usable() const override { return !m_.llp_ended; }
+    uint32_t NextMulpdu() const override { return 0; }
+    LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
+      const LlpSendStatus st = m_.qp.llp_->SendSegment(header, payload);
+      if (st == LlpSendStatus::kOk) *wire = header.size() + payload.size();
+      return st;
+    }
+    void Failed() override { m_.LlpGone(); }
+    void EndStream() override {
+      if (m_.qp.llp_->EndStream() != LlpSendStatus::kOk) m_.LlpGone();
+    }
+    uint64_t CompleteUpTo() const override { return m_.tx_off; }
+    bool CompletesOnTake() const override { return true; }
+
+   private:
+    Impl& m_;
+  };
+
+  // Segments the current message to the LLP's MULPDU and hands the segments
+  // over until nothing is left or the LLP is full.
   void Pump() {
-    if (!tx_allowed || !qp.conn_.valid()) return;
+    if (!tx_allowed || !tx->Usable()) return;
     for (;;) {
-      if (scratch_pending > 0) {
-        const tcp::SendStatus st = qp.stack_.SendRecord(
-            qp.conn_, ByteSpan(scratch.get(), scratch_pending), now_us);
-        if (st != tcp::SendStatus::kOk) {
+      if (pend_valid) {
+        size_t wire = 0;
+        const LlpSendStatus st =
+            tx->Send(ByteSpan(pend_hdr, pend_hdr_len), pend_payload, &wire);
+        if (st == LlpSendStatus::kWouldBlock) {
           ++qp.stats_.tx_blocked;
-          return;  // OnSendSpace resumes
+          return;  // OnSendSpace / Poll resumes
         }
-        tx_off += scratch_pending;
-        qp.stats_.bytes_sent += scratch_pending;
+        pend_valid = false;
+        if (st != LlpSendStatus::kOk) {
+          ++qp.stats_.local_errors;  // never from a peer
+          tx->Failed();
+          return;
+        }
+        tx_off += wire;
+        qp.stats_.bytes_sent += wire;
         ++qp.stats_.fpdus_out;
-        scratch_pending = 0;
-        if (cur_last_sent) FinishMessage();
-        if (!qp.conn_.valid()) return;
+        if (pend_last) FinishMessage();
+        if (!tx->Usable()) return;
       }
       if (cur == TxKind::kNone && !StartNext()) break;
-      if (tx_cfg.markers) seg->SetMulpdu(MarkerMulpdu());
-      uint8_t hdr[ddp::kMaxHeaderSize];
+      if (const uint32_t m = tx->NextMulpdu(); m != 0) seg->SetMulpdu(m);
       ddp::SegmentDesc d;
-      if (!seg->Next(MutableByteSpan(hdr), &d)) {
+      if (!seg->Next(MutableByteSpan(pend_hdr), &d)) {
         FinishMessage();
         continue;
       }
-      const ByteSpan payload = cur_payload.subspan(d.message_offset, d.payload_length);
-      const mpa::FpduEncodeResult r =
-          mpa::EncodeFpdu(ByteSpan(hdr, d.header_length), payload,
-                          Seq32(static_cast<uint32_t>(tx_off)), tx_cfg,
-                          MutableByteSpan(scratch.get(), kTxScratchSize));
-      if (r.status != mpa::FpduStatus::kOk) {
-        ++qp.stats_.local_errors;  // our own sizing bug; never from a peer
-        return;
-      }
-      scratch_pending = r.size;
-      cur_last_sent = d.last;
+      pend_hdr_len = d.header_length;
+      pend_payload = cur_payload.subspan(d.message_offset, d.payload_length);
+      pend_last = d.last;
+      pend_valid = true;
     }
     if (qp.state_ == QpState::kClosing && !fin_sent && sq_next == sq_count && cur == TxKind::kNone &&
         rresp_count == 0) {
-      qp.stack_.Shutdown(qp.conn_, now_us);
       fin_sent = true;
+      tx->EndStream();
     }
   }
 
@@ -755,7 +872,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         FlushAll(WcStatus::kFlushed, &code, StatusForTerminate(code));
         qp.observer_.OnTerminate(qp, code, false);
         if (!fin_sent && qp.conn_.valid()) {
-          qp.stack_.Shutdown(qp.conn_, now_us);
+          qp.stack_->Shutdown(qp.conn_, now_us);
           fin_sent = true;
         }
         return;
@@ -772,7 +889,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       return;
     }
     // The send buffer is empty during setup: all or nothing always fits.
-    if (qp.stack_.SendRecord(qp.conn_, ByteSpan(buf, r.size), now_us) == tcp::SendStatus::kOk) {
+    if (qp.stack_->SendRecord(qp.conn_, ByteSpan(buf, r.size), now_us) == tcp::SendStatus::kOk) {
       tx_off += r.size;
     } else {
       ++qp.stats_.local_errors;
@@ -785,11 +902,15 @@ struct Qp::Impl final : public mpa::UlpduSink {
     qp.state_ = QpState::kError;
     FlushAll(WcStatus::kFlushed);
     qp.observer_.OnConnectFailed(qp, e, qp.peer_private_data());
+    if (qp.llp_ != nullptr && !fin_sent && !llp_ended) {
+      fin_sent = true;
+      (void)qp.llp_->EndStream();
+    }
     if (was_live && qp.conn_.valid()) {
       if (abort) {
-        qp.stack_.Abort(qp.conn_, now_us);
+        qp.stack_->Abort(qp.conn_, now_us);
       } else {
-        qp.stack_.Shutdown(qp.conn_, now_us);
+        qp.stack_->Shutdown(qp.conn_, now_us);
         fin_sent = true;
       }
     }
@@ -957,15 +1078,40 @@ struct Qp::Impl final : public mpa::UlpduSink {
   }
 };
 
+void Qp::Impl::SetTx() {
+  if (qp.llp_ != nullptr) {
+    tx = std::make_unique<SegmentTx>(*this);
+  } else {
+    tx = std::make_unique<MpaTcpTx>(*this);
+  }
+}
+
 // ---------------------------------------------------------------- Qp
 
-Qp::Qp(const QpOptions& options, tcp::TcpStack& stack, MemoryDomain& memory, QpObserver& observer)
-    : options_(options), stack_(stack), memory_(memory), observer_(observer) {}
+Qp::Qp(const QpOptions& options, tcp::TcpStack* stack, SegmentLlp* llp, MemoryDomain& memory,
+       QpObserver& observer)
+    : options_(options), stack_(stack), llp_(llp), memory_(memory), observer_(observer) {}
 
-Qp::~Qp() = default;
+Qp::~Qp() {
+  if (llp_ != nullptr) llp_->Detach();
+}
 
 absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::TcpStack& stack,
                                                MemoryDomain& memory, QpObserver& observer) {
+  return Make(options, &stack, nullptr, memory, observer);
+}
+
+absl::StatusOr<std::unique_ptr<Qp>> Qp::CreateOnLlp(const QpOptions& options, SegmentLlp& llp,
+                                                    MemoryDomain& memory, QpObserver& observer) {
+  if (llp.Mulpdu() < ddp::kMaxHeaderSize + 1) {
+    return absl::InvalidArgumentError("LLP MULPDU too small for a DDP segment");
+  }
+  return Make(options, nullptr, &llp, memory, observer);
+}
+
+absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpStack* stack,
+                                             SegmentLlp* llp, MemoryDomain& memory,
+                                             QpObserver& observer) {
   const MpaParams& m = options.mpa;
   if (m.revision != mpa::kRevision1 && m.revision != mpa::kRevision2) {
     return absl::InvalidArgumentError("mpa.revision must be 1 or 2");
@@ -979,7 +1125,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::Tc
   if (options.sq_depth == 0 || options.rq_depth == 0 || options.cq_depth == 0) {
     return absl::InvalidArgumentError("sq_depth, rq_depth and cq_depth must be positive");
   }
-  std::unique_ptr<Qp> qp(new Qp(options, stack, memory, observer));
+  std::unique_ptr<Qp> qp(new Qp(options, stack, llp, memory, observer));
   auto impl = std::make_unique<Impl>(*qp);
   impl->sq = std::make_unique<Impl::SqEntry[]>(options.sq_depth);
   impl->rq = std::make_unique<Impl::RqEntry[]>(options.rq_depth);
@@ -989,6 +1135,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::Tc
   impl->oreads_cap = static_cast<uint32_t>(m.ord) + 1;  // + the Read RTR
   impl->oreads = std::make_unique<Impl::OutRead[]>(impl->oreads_cap);
   impl->scratch = std::make_unique<uint8_t[]>(kTxScratchSize);
+  impl->SetTx();
   qp->impl_ = std::move(impl);
   return qp;
 }
@@ -996,6 +1143,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Create(const QpOptions& options, tcp::Tc
 absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_port,
                          ByteSpan private_data, uint64_t now_us) {
   if (state_ != QpState::kIdle) return absl::FailedPreconditionError("QP not idle");
+  if (stack_ == nullptr) return absl::FailedPreconditionError("QP runs over an LLP: use ConnectLlp");
   const size_t limit = mpa::kMaxPrivateDataLength -
                        (options_.mpa.enhanced && options_.mpa.revision == mpa::kRevision2
                             ? mpa::kIrdOrdSize
@@ -1010,7 +1158,7 @@ absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_
   impl_->local_pd_len = private_data.size();
   impl_->now_us = now_us;
   state_ = QpState::kTcpConnecting;
-  absl::StatusOr<tcp::ConnId> c = stack_.Connect(local_ip, remote_ip, remote_port, *this, 0, now_us);
+  absl::StatusOr<tcp::ConnId> c = stack_->Connect(local_ip, remote_ip, remote_port, *this, 0, now_us);
   if (!c.ok()) {
     state_ = QpState::kIdle;
     return c.status();
@@ -1021,7 +1169,7 @@ absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_
 }
 
 bool Qp::AttachPassive(tcp::ConnId conn) {
-  if (state_ != QpState::kIdle) return false;
+  if (state_ != QpState::kIdle || stack_ == nullptr) return false;
   conn_ = conn;
   state_ = QpState::kAwaitRequest;
   impl_->deadline_pending = true;
@@ -1087,10 +1235,12 @@ void Qp::Poll(uint64_t now_us) {
   }
   // Only a Send or Write waiting for its acknowledgement at the head of the
   // queue needs the stack's acknowledged offset.
-  if (conn_.valid() && m.sq_count > 0 &&
+  if (m.tx->CompletesOnTake()) {
+    m.CompleteSq(m.tx_off);
+  } else if (conn_.valid() && m.sq_count > 0 &&
       (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
     tcp::TcpConnInfo info;
-    if (stack_.GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
+    if (stack_->GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
   }
   m.Pump();
 }
@@ -1100,15 +1250,169 @@ void Qp::Close(uint64_t now_us) {
   if (state_ == QpState::kRts) {
     state_ = QpState::kClosing;
     impl_->Pump();
-  } else if (state_ != QpState::kError && state_ != QpState::kTerminating && conn_.valid()) {
+  } else if (state_ != QpState::kError && state_ != QpState::kTerminating &&
+             (conn_.valid() || (llp_ != nullptr && state_ != QpState::kIdle))) {
     Abort(now_us);
   }
 }
 
 void Qp::Abort(uint64_t now_us) {
   impl_->now_us = now_us;
-  if (conn_.valid()) stack_.Abort(conn_, now_us);  // OnClosed flushes
+  if (llp_ != nullptr) {
+    Impl& m = *impl_;
+    if (m.llp_ended || state_ == QpState::kIdle) return;
+    // The session Terminate; OnLlpEnded flushes when the peer answers.
+    m.fin_sent = true;
+    if (llp_->EndStream() != LlpSendStatus::kOk) m.LlpGone();
+    return;
+  }
+  if (conn_.valid()) stack_->Abort(conn_, now_us);  // OnClosed flushes
 }
+
+// ---------------------------------------------------------------- over an LLP
+
+namespace {
+
+// The RFC 6581 IRD/ORD block in front of LLP session private data (A/B/C/D
+// bits zero: no RTR over a session LLP).
+void PutIrdOrd(uint16_t ird, uint16_t ord, uint8_t* out) {
+  StoreBe16(out, static_cast<uint16_t>(ird & mpa::kIrdOrdMax));
+  StoreBe16(out + 2, static_cast<uint16_t>(ord & mpa::kIrdOrdMax));
+}
+
+bool GetIrdOrd(ByteSpan pd, mpa::IrdOrd* out) {
+  ByteReader r(pd);
+  const uint16_t ird = r.U16();
+  const uint16_t ord = r.U16();
+  if (!r.ok()) return false;
+  out->ird = ird & mpa::kIrdOrdMax;
+  out->ord = ord & mpa::kIrdOrdMax;
+  return true;
+}
+
+// IRD/ORD block + private data into `buf`; returns the bytes used.
+size_t BuildLlpPd(uint16_t ird, uint16_t ord, ByteSpan pd, uint8_t* buf) {
+  PutIrdOrd(ird, ord, buf);
+  const size_t n = std::min(pd.size(), mpa::kMaxPrivateDataLength - mpa::kIrdOrdSize);
+  if (n > 0) std::memcpy(buf + mpa::kIrdOrdSize, pd.data(), n);
+  return mpa::kIrdOrdSize + n;
+}
+
+}  // namespace
+
+absl::Status Qp::ConnectLlp(ByteSpan private_data, uint64_t now_us) {
+  if (llp_ == nullptr) return absl::FailedPreconditionError("QP runs over TCP: use Connect");
+  if (state_ != QpState::kIdle) return absl::FailedPreconditionError("QP not idle");
+  if (private_data.size() > mpa::kMaxPrivateDataLength - mpa::kIrdOrdSize) {
+    return absl::InvalidArgumentError("private data longer than 512 bytes with IRD/ORD");
+  }
+  Impl& m = *impl_;
+  uint8_t buf[mpa::kMaxPrivateDataLength];
+  const size_t n = BuildLlpPd(options_.mpa.ird, options_.mpa.ord, private_data, buf);
+  m.now_us = now_us;
+  const LlpSendStatus st = llp_->Initiate(ByteSpan(buf, n));
+  if (st != LlpSendStatus::kOk) {
+    return absl::UnavailableError(st == LlpSendStatus::kWouldBlock ? "LLP has no send space"
+                                                                   : "LLP refused the Initiate");
+  }
+  state_ = QpState::kAwaitReply;
+  m.deadline_us = now_us + options_.mpa.reply_timeout_us;
+  return absl::OkStatus();
+}
+
+void Qp::OnLlpInitiate(ByteSpan private_data) {
+  Impl& m = *impl_;
+  if (llp_ == nullptr) return;
+  if (state_ != QpState::kIdle) {
+    (void)llp_->Reject(ByteSpan());
+    return;
+  }
+  state_ = QpState::kAwaitRequest;
+  mpa::IrdOrd peer;
+  if (private_data.size() > options_.mpa.max_private_data + mpa::kIrdOrdSize ||
+      !GetIrdOrd(private_data, &peer)) {
+    m.CopyPeerPd(private_data);
+    (void)llp_->Reject(ByteSpan());
+    m.fin_sent = true;  // the session never opened
+    m.FailSetup(ConnectError::kInvalidStartupFrame, false);
+    return;
+  }
+  m.CopyPeerPd(private_data.subspan(mpa::kIrdOrdSize));
+  mpa::StartupFrame req;
+  req.type = mpa::FrameType::kRequest;
+  req.revision = 0;  // no MPA over this LLP
+  req.ird_ord = peer;
+  req.private_data = peer_private_data();
+  const AcceptDecision d = observer_.OnConnectRequest(*this, req);
+  const MpaParams& p = options_.mpa;
+  neg_ = Negotiated{};
+  neg_.enhanced = true;
+  neg_.ird = p.ird;
+  neg_.ord = peer.ird == mpa::kIrdOrdMax ? p.ord : std::min<uint16_t>(p.ord, peer.ird);
+  uint8_t buf[mpa::kMaxPrivateDataLength];
+  if (!d.accept) {
+    const size_t n = std::min(d.private_data.size(), mpa::kMaxPrivateDataLength);
+    if (n > 0) std::memcpy(buf, d.private_data.data(), n);
+    (void)llp_->Reject(ByteSpan(buf, n));
+    m.fin_sent = true;  // the session never opened
+    m.FailSetup(ConnectError::kRejectedLocally, false);
+    return;
+  }
+  const size_t n = BuildLlpPd(neg_.ird, neg_.ord, d.private_data, buf);
+  if (llp_->Accept(ByteSpan(buf, n)) != LlpSendStatus::kOk) {
+    m.FailSetup(ConnectError::kTcpFailed, true);
+    return;
+  }
+  m.mulpdu = llp_->Mulpdu();
+  state_ = QpState::kRts;
+  m.tx_allowed = true;
+  m.deadline_us = 0;
+  m.deadline_pending = false;
+  observer_.OnEstablished(*this, peer_private_data());
+  m.Pump();
+}
+
+void Qp::OnLlpAccepted(ByteSpan private_data) {
+  Impl& m = *impl_;
+  if (state_ != QpState::kAwaitReply) return;
+  mpa::IrdOrd peer;
+  if (!GetIrdOrd(private_data, &peer)) {
+    m.CopyPeerPd(private_data);
+    m.FailSetup(ConnectError::kInvalidStartupFrame, true);
+    return;
+  }
+  m.CopyPeerPd(private_data.subspan(mpa::kIrdOrdSize));
+  const MpaParams& p = options_.mpa;
+  neg_ = Negotiated{};
+  neg_.enhanced = true;
+  neg_.ird = p.ird;
+  neg_.ord = peer.ird == mpa::kIrdOrdMax ? p.ord : std::min<uint16_t>(p.ord, peer.ird);
+  m.mulpdu = llp_->Mulpdu();
+  m.deadline_us = 0;
+  m.deadline_pending = false;
+  m.tx_allowed = true;
+  state_ = QpState::kRts;
+  // RFC 6581: our IRD must cover the ORD the responder announced.
+  if (peer.ord != mpa::kIrdOrdMax && peer.ord > p.ird) {
+    connect_error_ = ConnectError::kInsufficientIrd;
+    m.SendTerminate(LlpCode(mpa::MpaError::kInsufficientIrd), nullptr, ByteSpan());
+    return;
+  }
+  observer_.OnEstablished(*this, peer_private_data());
+  m.Pump();
+}
+
+void Qp::OnLlpRejected(ByteSpan private_data) {
+  Impl& m = *impl_;
+  if (state_ != QpState::kAwaitReply) return;
+  m.CopyPeerPd(private_data);
+  m.fin_sent = true;  // the session never opened
+  m.FailSetup(ConnectError::kRejected, false);
+}
+
+void Qp::OnLlpSegment(ByteSpan ddp_segment) { impl_->OnUlpdu(ddp_segment, Seq32(0)); }
+
+void Qp::OnLlpEnded() { impl_->LlpGone(); }
 
 void Qp::OnConnected(tcp::ConnId conn) {
   if (conn != conn_) return;
@@ -1184,7 +1488,7 @@ void Qp::OnPeerFin(tcp::ConnId conn) {
       return;
     default:
       if (!m.fin_sent) {
-        stack_.Shutdown(conn_, m.now_us);
+        stack_->Shutdown(conn_, m.now_us);
         m.fin_sent = true;
       }
       return;

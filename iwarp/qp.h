@@ -33,6 +33,16 @@
 //  - Transmit copies each FPDU once (CRC computed during the copy) into the
 //    TCP send buffer with SendRecord; SendZeroCopy is not used yet.
 //
+// LLPs: DDP/RDMAP (segmentation to the MULPDU, placement, queues, RDMAP
+// operations, Terminate, completions) runs on an internal transmit LLP
+// interface with two implementations: MPA over TcpStack (Create: FPDUs with
+// CRC and Markers, MPA setup with RTR and IRD/ORD, completion on TCP
+// acknowledgement) and a message-oriented SegmentLlp (CreateOnLlp; RFC 5043
+// DDP streams over SCTP through iwarp/sctp_llp.h: one DDP segment per
+// message, session setup with the IRD/ORD block, completion when the LLP took
+// the last segment). Both deliver whole DDP segments to the same receive
+// path.
+//
 // Allocation: Create() allocates every queue and the transmit scratch; the
 // FPDU receive decoder's reassembly buffer is allocated when Full Operation
 // starts (connection setup, control path). After that nothing allocates.
@@ -227,6 +237,45 @@ struct Negotiated {
 
 class Qp;
 
+// ---------------------------------------------------------------- LLP
+
+// A message-oriented Lower Layer Protocol carrying one DDP stream, each DDP
+// segment as one message (RFC 5043 over SCTP: no MPA framing, no CRC, no
+// Markers; the LLP's own checksum covers the segment). The engine uses it in
+// place of TcpStack + MPA when created with Qp::CreateOnLlp. The owner of the
+// LLP (iwarp/sctp_llp.h for SCTP) implements these calls and feeds the
+// inbound events into Qp::OnLlp*.
+//
+// Connection setup over such an LLP (INTEROP.md, SCTP section): the session
+// Initiate and Accept carry the RFC 6581 4-byte IRD/ORD block (IRD, ORD in the
+// low 14 bits of two big-endian 16-bit words, the A/B/C/D bits zero: no RTR is
+// needed because the session Accept orders the stream) in front of the
+// application's private data. A Reject carries the application's private
+// data only.
+enum class LlpSendStatus : uint8_t {
+  kOk,
+  kWouldBlock,  // no send space now: offer the same thing again later (Poll)
+  kError,       // refused for good (stream or association gone)
+};
+
+class SegmentLlp {
+ public:
+  virtual ~SegmentLlp() = default;
+  // Largest DDP segment (header + payload) one message carries.
+  virtual uint32_t Mulpdu() const = 0;
+  // Sends one whole DDP segment: `header` followed by `payload`. kOk means the
+  // LLP took the whole segment (Sends and Writes complete when their last
+  // segment was taken: the LLP delivers reliably from there on).
+  virtual LlpSendStatus SendSegment(ByteSpan header, ByteSpan payload) = 0;
+  virtual LlpSendStatus Initiate(ByteSpan private_data) = 0;
+  virtual LlpSendStatus Accept(ByteSpan private_data) = 0;
+  virtual LlpSendStatus Reject(ByteSpan private_data) = 0;
+  // Ends the DDP stream session (after a Terminate, on Close and Abort).
+  virtual LlpSendStatus EndStream() = 0;
+  // The Qp is being destroyed: deliver no more events to it.
+  virtual void Detach() = 0;
+};
+
 // Connection events, control path. Called on the Qp's core from inside
 // TcpStack / Qp calls; an observer must not destroy the Qp from a callback.
 class QpObserver {
@@ -279,6 +328,15 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   // Control path: validates `options` and allocates every queue.
   static absl::StatusOr<std::unique_ptr<Qp>> Create(const QpOptions& options, tcp::TcpStack& stack,
                                                     MemoryDomain& memory, QpObserver& observer);
+  // The same engine over a message-oriented LLP (RFC 5043 / SCTP): `llp`
+  // must outlive the Qp. The QP starts idle and passive: an inbound
+  // OnLlpInitiate is offered to QpObserver::OnConnectRequest as a
+  // StartupFrame with revision 0 (no MPA), the peer's IRD/ORD in ird_ord and
+  // its private data after the IRD/ORD block. MpaParams::ird / ord /
+  // max_private_data and the timeouts apply; the MPA-only fields do not.
+  static absl::StatusOr<std::unique_ptr<Qp>> CreateOnLlp(const QpOptions& options, SegmentLlp& llp,
+                                                         MemoryDomain& memory,
+                                                         QpObserver& observer);
   ~Qp() override;
   Qp(const Qp&) = delete;
   Qp& operator=(const Qp&) = delete;
@@ -290,6 +348,20 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   // Passive open: called by Listener::OnAccept with an established TCP
   // connection. Idle QPs only; false otherwise.
   bool AttachPassive(tcp::ConnId conn);
+  // Active open over the LLP (CreateOnLlp QPs only): session Initiate with
+  // the IRD/ORD block and `private_data` (<= 508 bytes).
+  absl::Status ConnectLlp(ByteSpan private_data, uint64_t now_us);
+
+  // Inbound LLP events (CreateOnLlp QPs; called by the LLP's owner).
+  void OnLlpInitiate(ByteSpan private_data);
+  void OnLlpAccepted(ByteSpan private_data);
+  void OnLlpRejected(ByteSpan private_data);
+  // One whole DDP segment, in DDP stream order.
+  void OnLlpSegment(ByteSpan ddp_segment);
+  // The session ended (peer Terminate, our Terminate answered, association
+  // gone): outstanding work is flushed, OnDisconnected follows.
+  void OnLlpEnded();
+  bool on_llp() const { return llp_ != nullptr; }
 
   // Fast path. Work requests are accepted from kAwaitReply on (they are held
   // until Full Operation) and refused once the QP is closing or failed.
@@ -328,7 +400,11 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
 
  private:
   struct Impl;
-  Qp(const QpOptions& options, tcp::TcpStack& stack, MemoryDomain& memory, QpObserver& observer);
+  Qp(const QpOptions& options, tcp::TcpStack* stack, SegmentLlp* llp, MemoryDomain& memory,
+     QpObserver& observer);
+  static absl::StatusOr<std::unique_ptr<Qp>> Make(const QpOptions& options, tcp::TcpStack* stack,
+                                                  SegmentLlp* llp, MemoryDomain& memory,
+                                                  QpObserver& observer);
 
   // ddp::UntaggedQueues (the RFC 5041 7.1 untagged checks).
   bool Window(uint32_t qn, ddp::QueueWindow* out) const override;
@@ -336,7 +412,8 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
 
   friend struct Impl;
   QpOptions options_;
-  tcp::TcpStack& stack_;
+  tcp::TcpStack* stack_;  // null over an LLP
+  SegmentLlp* llp_;       // null over TCP
   MemoryDomain& memory_;
   QpObserver& observer_;
   QpState state_ = QpState::kIdle;
