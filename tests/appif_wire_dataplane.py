@@ -124,6 +124,29 @@ def main():
         for test, extra, expect in cases:
             log("iwarp-perf %s %s over two daemons" % (test, " ".join(extra)))
             run_pair(args, a, b, test, extra, expect)
+        # The wire counters of both daemons moved (iwarpctl --json app and
+        # the text form): every case connected once, and the client side's
+        # worker posted and completed the work requests.
+        n = len(cases)
+        for d, role in ((a, "server"), (b, "client")):
+            app = d.ctl_json("app")
+            log("%s /iwarpd/app wire counters: %s" %
+                (role, {k: v for k, v in app.items() if k.startswith("wire")}))
+            check(app.get("wire_engine") == "on", "%s: wire engine reported on" % role)
+            check(app["wire_connections"] >= n and app["wire_engine_connections"] >= n,
+                  "%s: %d wire connections counted (%s)" % (role, n, app))
+            check(app["wire_qps_active"] == 0, "%s: no wire QP left after the runs" % role)
+            check(app["wire_ack_timeouts"] == 0 and app["wire_events_dropped"] == 0 and
+                  app["wire_bad_sqes"] == 0 and app["wire_ring_corruptions"] == 0,
+                  "%s: no wire errors (%s)" % (role, app))
+            check(app["wire_completions"] >= 2000 and app["wire_commands"] > 0,
+                  "%s: wire completions and commands moved (%s)" % (role, app))
+            text = subprocess.run([args.iwarpctl, "--prefix", d.prefix, "app"], check=True,
+                                  stdout=subprocess.PIPE, text=True).stdout
+            check("wire engine    commands %d" % app["wire_commands"] in text,
+                  "%s: iwarpctl app prints the wire engine line:\n%s" % (role, text))
+        check(a.ctl_json("app")["wire_requests"] >= n,
+              "server: remote MPA Requests reported to the application")
         b.stop()
         a.stop()
         for d in (a, b):
