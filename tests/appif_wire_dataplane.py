@@ -34,12 +34,15 @@ PORT = 18515
 
 
 class AppDaemon(iwd.MemifDaemon):
-    """A memif daemon with the application interface on and no services."""
+    """A memif daemon with the application interface on and no services;
+    `app_extra` adds lines to its app_interface: section."""
+
+    app_extra = ""
 
     def config_text(self):
         text = super().config_text()
         app = ("app_interface:\n  enabled: true\n  socket_dir: %s\n  socket_mode: \"0666\"\n"
-               "  allowed_uids: []\n" % self.dir)
+               "  allowed_uids: []\n%s" % (self.dir, self.app_extra))
         check("app_interface:\n  enabled: false\n" in text, "daemon harness config changed")
         text = text.replace("app_interface:\n  enabled: false\n", app)
         return text.replace("services:\n", "services: []\n")
@@ -152,6 +155,21 @@ def main():
         for d in (a, b):
             check("iWARP connections" in d.log() and " 0 iWARP connections" not in d.log(),
                   "%s logs its iWARP connections at stop" % d.prefix)
+        # Daemon-wide MPA defaults (app_interface.mpa_crc / mpa_markers) reach
+        # the wire: with CRC off and Markers on at both daemons, the
+        # connection negotiates no CRC and Markers both ways (RFC 5044 7.1).
+        b.cleanup()
+        a.cleanup()
+        a = AppDaemon(args, "wc", iwd.A_IP, "server", memif + "2", "")
+        b = AppDaemon(args, "wd", iwd.B_IP, "client", memif + "2", "")
+        for d in (a, b):
+            d.app_extra = "  mpa_crc: false\n  mpa_markers: true\n"
+        a.start()
+        b.start()
+        log("iwarp-perf write_bw with app_interface mpa_crc: false, mpa_markers: true")
+        run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "200"],
+                 {"lines": ["CRC             : off (negotiated)",
+                            "Markers         : both ways (negotiated)"]})
     except TestFailure as e:
         log("FAIL: %s" % e)
         for d in (a, b):
