@@ -73,6 +73,8 @@ constexpr uint64_t kMinEventQueueDepth = 4;
 constexpr uint64_t kMaxEventQueueDepth = 4096;
 constexpr uint64_t kMinStagTable = 16;
 constexpr uint64_t kMaxStagTable = (1u << 24) - 1;  // 24-bit STag index
+constexpr uint64_t kMinWireAckTimeoutMs = 100;
+constexpr uint64_t kMaxWireAckTimeoutMs = 60000;
 // ports[].impairment
 constexpr size_t kMaxImpairRules = 16;  // per port and direction
 constexpr uint64_t kMaxImpairEvery = 1000000;
@@ -1437,6 +1439,10 @@ bool Loader::ReadAppInterface(const YAML::Node& key, const YAML::Node& value,
           {"event_queue_depth",
            PowerOfTwo(&a.event_queue_depth, {kMinEventQueueDepth, kMaxEventQueueDepth})},
           {"stag_table_size", Uint(&a.stag_table_size, {kMinStagTable, kMaxStagTable})},
+          {"mpa_crc", Bool(&a.mpa_crc)},
+          {"mpa_markers", Bool(&a.mpa_markers)},
+          {"wire_ack_timeout_ms",
+           Uint(&a.wire_ack_timeout_ms, {kMinWireAckTimeoutMs, kMaxWireAckTimeoutMs})},
       });
 }
 
@@ -1907,7 +1913,10 @@ std::string FormatConfigYaml(const Config& c) {
                   "  max_registered_mb_per_session: ", ai.max_registered_mb_per_session, "\n",
                   "  max_queue_depth: ", ai.max_queue_depth, "\n",
                   "  event_queue_depth: ", ai.event_queue_depth, "\n",
-                  "  stag_table_size: ", ai.stag_table_size, "\n");
+                  "  stag_table_size: ", ai.stag_table_size, "\n",
+                  "  mpa_crc: ", ai.mpa_crc ? "true" : "false", "\n",
+                  "  mpa_markers: ", ai.mpa_markers ? "true" : "false", "\n",
+                  "  wire_ack_timeout_ms: ", ai.wire_ack_timeout_ms, "\n");
   const TcpConfig& t = c.tcp;
   auto b = [](bool v) { return v ? "true" : "false"; };
   absl::StrAppend(&out, "tcp:\n  enabled: ", b(t.enabled), "\n  max_connections: ",

@@ -165,6 +165,15 @@ struct AppInterfaceConfig {
   uint32_t max_queue_depth = 4096;         // SQ/RQ/CQ entries, power of two
   uint32_t event_queue_depth = 64;         // per session, power of two
   uint32_t stag_table_size = 65536;        // STag slots for the whole daemon
+  // MPA framing application QPs on the wire offer by default (RFC 5044 7.1:
+  // CRC and Markers are negotiated per connection; an application may still
+  // ask for Markers on one connection with iwarp_connect_mpa).
+  bool mpa_crc = true;
+  bool mpa_markers = false;
+  // How long the control thread waits for worker 0 to acknowledge a wire QP
+  // command (destroy, teardown) before it keeps the QP's memory mapped and
+  // counts wire_ack_timeouts.
+  uint32_t wire_ack_timeout_ms = 2000;
 
   friend bool operator==(const AppInterfaceConfig&, const AppInterfaceConfig&) = default;
 };

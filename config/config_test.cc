@@ -601,7 +601,8 @@ TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
       "app_interface: {enabled: false, socket_dir: /tmp/x, socket_mode: \"0600\","
       " allowed_uids: [7], max_sessions: 3, max_qps_per_session: 4, max_cqs_per_session: 5,"
       " max_mrs_per_session: 6, max_registered_mb_per_session: 7, max_queue_depth: 32,"
-      " event_queue_depth: 8, stag_table_size: 100}\n");
+      " event_queue_depth: 8, stag_table_size: 100, mpa_crc: false, mpa_markers: true,"
+      " wire_ack_timeout_ms: 250}\n");
   ASSERT_TRUE(e.ok()) << e.status();
   const AppInterfaceConfig& a = e->app_interface;
   EXPECT_FALSE(a.enabled);
@@ -616,6 +617,13 @@ TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
   EXPECT_EQ(a.max_queue_depth, 32u);
   EXPECT_EQ(a.event_queue_depth, 8u);
   EXPECT_EQ(a.stag_table_size, 100u);
+  EXPECT_FALSE(a.mpa_crc);
+  EXPECT_TRUE(a.mpa_markers);
+  EXPECT_EQ(a.wire_ack_timeout_ms, 250u);
+  // Defaults: CRC offered, no Markers, 2 s acknowledgement wait.
+  EXPECT_TRUE(r->app_interface.mpa_crc);
+  EXPECT_FALSE(r->app_interface.mpa_markers);
+  EXPECT_EQ(r->app_interface.wire_ack_timeout_ms, 2000u);
   // Round trip through the formatter.
   absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*e));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -642,6 +650,13 @@ TEST(ConfigErrors, AppInterface) {
   EXPECT_EQ(Error2("app_interface:\n  max_sessions: 0\n"),
             "t.yaml:8:17: app_interface.max_sessions: 0 is out of range; allowed: an integer "
             "from 1 to 4096");
+  EXPECT_EQ(Error2("app_interface:\n  mpa_crc: maybe\n"),
+            "t.yaml:8:12: app_interface.mpa_crc: 'maybe' is not a boolean; allowed: true or false");
+  EXPECT_EQ(Error2("app_interface:\n  mpa_markers: 1\n"),
+            "t.yaml:8:16: app_interface.mpa_markers: '1' is not a boolean; allowed: true or false");
+  EXPECT_EQ(Error2("app_interface:\n  wire_ack_timeout_ms: 99\n"),
+            "t.yaml:8:24: app_interface.wire_ack_timeout_ms: 99 is out of range; allowed: an "
+            "integer from 100 to 60000");
   EXPECT_NE(Error2("app_interface:\n  allowed_uids: [-1]\n"), "");
   EXPECT_NE(Error2("app_interface:\n  socket_path: /x\n"), "");
 }

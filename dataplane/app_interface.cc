@@ -16,13 +16,17 @@ namespace {
 // reader.
 std::mutex g_stats_mu;
 const appif::SessionServer* g_stats_server = nullptr;
+const appif::WireEngine* g_stats_wire = nullptr;
 
 }  // namespace
 
-bool AppInterfaceStats(appif::SessionServerStats* out) {
+bool AppInterfaceStats(appif::SessionServerStats* out, appif::WireEngineStats* wire,
+                       bool* has_wire) {
   std::lock_guard<std::mutex> lock(g_stats_mu);
   if (g_stats_server == nullptr) return false;
   *out = g_stats_server->stats();
+  if (has_wire != nullptr) *has_wire = g_stats_wire != nullptr;
+  if (wire != nullptr) *wire = g_stats_wire != nullptr ? g_stats_wire->stats() : appif::WireEngineStats{};
   return true;
 }
 
@@ -45,8 +49,9 @@ appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg,
   const config::IwarpConfig& iw = cfg.iwarp;
   o.wire_mpa.revision = iw.revision;
   o.wire_mpa.enhanced = iw.enhanced;
-  o.wire_mpa.crc = true;
-  o.wire_mpa.want_markers = false;
+  o.wire_mpa.crc = a.mpa_crc;
+  o.wire_mpa.want_markers = a.mpa_markers;
+  o.wire_ack_timeout_ms = a.wire_ack_timeout_ms;
   o.wire_mpa.ird = iw.ird;
   o.wire_mpa.ord = iw.ord;
   o.wire_mpa.rtr_types = iw.rtr_types;
@@ -70,13 +75,17 @@ absl::Status AppInterfaceHost::Start(const config::Config& cfg, appif::WireEngin
   thread_ = std::thread([this] { server_->Run(stop_); });
   std::lock_guard<std::mutex> lock(g_stats_mu);
   g_stats_server = server_.get();
+  g_stats_wire = wire;
   return absl::OkStatus();
 }
 
 void AppInterfaceHost::Stop() {
   {
     std::lock_guard<std::mutex> lock(g_stats_mu);
-    if (g_stats_server == server_.get()) g_stats_server = nullptr;
+    if (g_stats_server == server_.get()) {
+      g_stats_server = nullptr;
+      g_stats_wire = nullptr;
+    }
   }
   stop_.store(true);
   if (thread_.joinable()) thread_.join();

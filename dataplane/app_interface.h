@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "appif/session_server.h"
+#include "appif/wire_engine.h"
 #include "config/config.h"
 
 namespace iwarp::dataplane {
@@ -27,15 +28,21 @@ namespace iwarp::dataplane {
 // The server options the config asks for; the socket is
 // app_interface.socket_dir/eal.file_prefix.sock.
 // `wire` (nullable) is worker 0's engine for QPs to other hosts; MPA
-// parameters come from the iwarp: section (CRC on, no Markers unless an
-// application asks per connection with iwarp_connect_mpa).
+// parameters come from the iwarp: section, CRC and Markers from
+// app_interface.mpa_crc / mpa_markers (an application may still ask for
+// Markers per connection with iwarp_connect_mpa).
 appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg,
                                                 appif::WireEngine* wire = nullptr);
 
 // A snapshot of the running server's counters (SessionServer::stats()), for
 // the /iwarpd/app telemetry command; false while no server runs (disabled,
-// not started yet, or stopping). Safe from any thread; control path only.
-bool AppInterfaceStats(appif::SessionServerStats* out);
+// not started yet, or stopping). When `wire` is non-null it receives worker
+// 0's WireEngine counters (relaxed atomics written by the worker, so each
+// value is current but the set is not one instant) and `*has_wire` says
+// whether the server has a wire engine at all. Safe from any thread; control
+// path only.
+bool AppInterfaceStats(appif::SessionServerStats* out, appif::WireEngineStats* wire = nullptr,
+                       bool* has_wire = nullptr);
 
 class AppInterfaceHost {
  public:

@@ -470,8 +470,10 @@ int ServicesCommand(const char*, const char*, rte_tel_data* d) {
 // The application interface (libiwarp sessions) and its loopback QP engine.
 int AppCommand(const char*, const char*, rte_tel_data* d) {
   appif::SessionServerStats s;
+  appif::WireEngineStats w;
+  bool has_wire = false;
   rte_tel_data_start_dict(d);
-  const bool running = AppInterfaceStats(&s);
+  const bool running = AppInterfaceStats(&s, &w, &has_wire);
   rte_tel_data_add_dict_string(d, "state", running ? "running" : "off");
   if (!running) return 0;
   const std::pair<const char*, uint64_t> fields[] = {
@@ -485,8 +487,27 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"wrs_flushed", s.wrs_flushed},           {"bytes_moved", s.bytes_moved},
       {"events_posted", s.events_posted},       {"events_dropped", s.events_dropped},
       {"ring_corruptions", s.ring_corruptions}, {"doorbells", s.doorbells},
-      {"requests_failed", s.requests_failed}};
+      {"requests_failed", s.requests_failed},   {"wire_qps_active", s.wire_qps_active},
+      {"wire_connections", s.wire_connections}, {"wire_ack_timeouts", s.wire_ack_timeouts},
+      {"wire_requests", s.wire_requests}};
   for (const auto& [name, value] : fields) rte_tel_data_add_dict_u64(d, name, value);
+  // Worker 0's wire engine (iWARP QPs to other hosts); absent without one.
+  rte_tel_data_add_dict_string(d, "wire_engine", has_wire ? "on" : "off");
+  if (!has_wire) return 0;
+  const std::pair<const char*, uint64_t> wire_fields[] = {
+      {"wire_commands", w.commands},
+      {"wire_events", w.events},
+      {"wire_events_dropped", w.events_dropped},
+      {"wire_wrs_posted", w.wrs_posted},
+      {"wire_recvs_posted", w.recvs_posted},
+      {"wire_completions", w.completions},
+      {"wire_wrs_flushed", w.wrs_flushed},
+      {"wire_bad_sqes", w.bad_sqes},
+      {"wire_ring_corruptions", w.ring_corruptions},
+      {"wire_engine_requests", w.requests},
+      {"wire_requests_refused", w.requests_refused},
+      {"wire_engine_connections", w.connections}};
+  for (const auto& [name, value] : wire_fields) rte_tel_data_add_dict_u64(d, name, value);
   return 0;
 }
 

@@ -34,12 +34,15 @@ PORT = 18515
 
 
 class AppDaemon(iwd.MemifDaemon):
-    """A memif daemon with the application interface on and no services."""
+    """A memif daemon with the application interface on and no services;
+    `app_extra` adds lines to its app_interface: section."""
+
+    app_extra = ""
 
     def config_text(self):
         text = super().config_text()
         app = ("app_interface:\n  enabled: true\n  socket_dir: %s\n  socket_mode: \"0666\"\n"
-               "  allowed_uids: []\n" % self.dir)
+               "  allowed_uids: []\n%s" % (self.dir, self.app_extra))
         check("app_interface:\n  enabled: false\n" in text, "daemon harness config changed")
         text = text.replace("app_interface:\n  enabled: false\n", app)
         return text.replace("services:\n", "services: []\n")
@@ -124,11 +127,49 @@ def main():
         for test, extra, expect in cases:
             log("iwarp-perf %s %s over two daemons" % (test, " ".join(extra)))
             run_pair(args, a, b, test, extra, expect)
+        # The wire counters of both daemons moved (iwarpctl --json app and
+        # the text form): every case connected once, and the client side's
+        # worker posted and completed the work requests.
+        n = len(cases)
+        for d, role in ((a, "server"), (b, "client")):
+            app = d.ctl_json("app")
+            log("%s /iwarpd/app wire counters: %s" %
+                (role, {k: v for k, v in app.items() if k.startswith("wire")}))
+            check(app.get("wire_engine") == "on", "%s: wire engine reported on" % role)
+            check(app["wire_connections"] >= n and app["wire_engine_connections"] >= n,
+                  "%s: %d wire connections counted (%s)" % (role, n, app))
+            check(app["wire_qps_active"] == 0, "%s: no wire QP left after the runs" % role)
+            check(app["wire_ack_timeouts"] == 0 and app["wire_events_dropped"] == 0 and
+                  app["wire_bad_sqes"] == 0 and app["wire_ring_corruptions"] == 0,
+                  "%s: no wire errors (%s)" % (role, app))
+            check(app["wire_completions"] >= 2000 and app["wire_commands"] > 0,
+                  "%s: wire completions and commands moved (%s)" % (role, app))
+            text = subprocess.run([args.iwarpctl, "--prefix", d.prefix, "app"], check=True,
+                                  stdout=subprocess.PIPE, text=True).stdout
+            check("wire engine    commands %d" % app["wire_commands"] in text,
+                  "%s: iwarpctl app prints the wire engine line:\n%s" % (role, text))
+        check(a.ctl_json("app")["wire_requests"] >= n,
+              "server: remote MPA Requests reported to the application")
         b.stop()
         a.stop()
         for d in (a, b):
             check("iWARP connections" in d.log() and " 0 iWARP connections" not in d.log(),
                   "%s logs its iWARP connections at stop" % d.prefix)
+        # Daemon-wide MPA defaults (app_interface.mpa_crc / mpa_markers) reach
+        # the wire: with CRC off and Markers on at both daemons, the
+        # connection negotiates no CRC and Markers both ways (RFC 5044 7.1).
+        b.cleanup()
+        a.cleanup()
+        a = AppDaemon(args, "wc", iwd.A_IP, "server", memif + "2", "")
+        b = AppDaemon(args, "wd", iwd.B_IP, "client", memif + "2", "")
+        for d in (a, b):
+            d.app_extra = "  mpa_crc: false\n  mpa_markers: true\n"
+        a.start()
+        b.start()
+        log("iwarp-perf write_bw with app_interface mpa_crc: false, mpa_markers: true")
+        run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "200"],
+                 {"lines": ["CRC             : off (negotiated)",
+                            "Markers         : both ways (negotiated)"]})
     except TestFailure as e:
         log("FAIL: %s" % e)
         for d in (a, b):

@@ -11,6 +11,14 @@
 #          RDMA Write goodput at 4 KiB and 64 KiB and 64-byte Send message rate,
 #          next to the kernel TCP stack over a veth pair moving the same bytes
 #          (root, hugepages; tools/iwarp_bench.py)
+#        tools/bench.sh iwarp-perf [--count-4k N] [--count-64k N] [--count-send N]
+#                                  [--count-lat N] [--mtus 1500,9000]
+#          application QPs: iwarp-perf (libiwarp) server and client on two
+#          iwarpd daemons over net_memif: write_bw 4 KiB and 64 KiB at MTU 1500
+#          and 9000, send_bw 64 B message rate, send_lat and write_lat 64 B
+#          round trips, each next to the kernel TCP stack over a veth pair
+#          (same MTU, same bytes and pattern) with the ratio (root, hugepages;
+#          tools/iwarp_perf_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -30,6 +38,12 @@ if [ "${1:-}" = iwarp ]; then
   ninja -C build-release dataplane/iwarpd tools/iwarpctl
   exec python3 tools/iwarp_bench.py --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl "$@"
+fi
+if [ "${1:-}" = iwarp-perf ]; then
+  shift
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/perf/iwarp-perf
+  exec python3 tools/iwarp_perf_bench.py --iwarpd build-release/dataplane/iwarpd \
+    --iwarpctl build-release/tools/iwarpctl --perf build-release/tools/perf/iwarp-perf "$@"
 fi
 ninja -C build-release
 exec meson test -C build-release --benchmark --verbose --num-processes 1 "$@"

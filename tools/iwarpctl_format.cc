@@ -91,6 +91,27 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
                   app.Text("events_dropped"), "  doorbells ", app.Text("doorbells"), "\n");
   absl::StrAppend(&out, "  errors         requests failed ", app.Text("requests_failed"),
                   "  ring corruptions ", app.Text("ring_corruptions"), "\n");
+  // iWARP QPs to other hosts (worker 0's wire engine); older daemons do not
+  // report these, so each line appears only when its fields do.
+  if (app.Find("wire_qps_active") != nullptr) {
+    absl::StrAppend(&out, "  wire QPs       active ", app.Text("wire_qps_active"), "  connected ",
+                    app.Text("wire_connections"), "  MPA requests ", app.Text("wire_requests"),
+                    "  ack timeouts ", app.Text("wire_ack_timeouts"), "\n");
+  }
+  if (app.Find("wire_engine") != nullptr && app.Text("wire_engine") != "on") {
+    absl::StrAppend(&out, "  wire engine    off (loopback QPs only)\n");
+  } else if (app.Find("wire_commands") != nullptr) {
+    absl::StrAppend(&out, "  wire engine    commands ", app.Text("wire_commands"), "  events ",
+                    app.Text("wire_events"), " (dropped ", app.Text("wire_events_dropped"),
+                    ")  connections ", app.Text("wire_engine_connections"), "\n");
+    absl::StrAppend(&out, "  wire WRs       posted ", app.Text("wire_wrs_posted"), "  recvs ",
+                    app.Text("wire_recvs_posted"), "  completions ", app.Text("wire_completions"),
+                    "  flushed ", app.Text("wire_wrs_flushed"), "\n");
+    absl::StrAppend(&out, "  wire errors    bad SQEs ", app.Text("wire_bad_sqes"),
+                    "  ring corruptions ", app.Text("wire_ring_corruptions"), "  requests ",
+                    app.Text("wire_engine_requests"), " (refused ", app.Text("wire_requests_refused"),
+                    ")\n");
+  }
   return out;
 }
 

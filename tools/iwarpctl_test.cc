@@ -163,6 +163,36 @@ TEST(IwarpctlFormat, App) {
             "  connections    1 loopback QP pairs\n"
             "  events         posted 6  dropped 0  doorbells 9\n"
             "  errors         requests failed 1  ring corruptions 0\n");
+  auto wire = ParseJson(
+      R"({"state": "running", "sessions_active": 1, "sessions_opened": 1, "sessions_closed": 0,)"
+      R"( "sessions_refused": 0, "pds_active": 1, "mrs_active": 2, "cqs_active": 1,)"
+      R"( "qps_active": 1, "stags_in_use": 2, "registered_bytes": 4096, "mapped_bytes": 8192,)"
+      R"( "connections": 1, "wrs_completed": 0, "wrs_failed": 0, "wrs_flushed": 0,)"
+      R"( "bytes_moved": 0, "events_posted": 3, "events_dropped": 0,)"
+      R"( "ring_corruptions": 0, "doorbells": 4, "requests_failed": 0,)"
+      R"( "wire_qps_active": 1, "wire_connections": 1, "wire_ack_timeouts": 0,)"
+      R"( "wire_requests": 1, "wire_engine": "on", "wire_commands": 5, "wire_events": 6,)"
+      R"( "wire_events_dropped": 0, "wire_wrs_posted": 40, "wire_recvs_posted": 41,)"
+      R"( "wire_completions": 81, "wire_wrs_flushed": 2, "wire_bad_sqes": 1,)"
+      R"( "wire_ring_corruptions": 0, "wire_engine_requests": 1, "wire_requests_refused": 0,)"
+      R"( "wire_engine_connections": 1})");
+  ASSERT_TRUE(wire.ok()) << wire.status();
+  auto wire_text = FormatApp(*wire);
+  ASSERT_TRUE(wire_text.ok()) << wire_text.status();
+  EXPECT_NE(wire_text->find("  wire QPs       active 1  connected 1  MPA requests 1  ack timeouts 0\n"
+                                 "  wire engine    commands 5  events 6 (dropped 0)  connections 1\n"
+                                 "  wire WRs       posted 40  recvs 41  completions 81  flushed 2\n"
+                                 "  wire errors    bad SQEs 1  ring corruptions 0  requests 1 (refused 0)\n"),
+            std::string::npos)
+      << *wire_text;
+  auto no_engine = ParseJson(R"({"state": "running", "wire_qps_active": 0, "wire_connections": 0,)"
+                             R"( "wire_ack_timeouts": 0, "wire_requests": 0, "wire_engine": "off"})");
+  ASSERT_TRUE(no_engine.ok());
+  auto no_engine_text = FormatApp(*no_engine);
+  ASSERT_TRUE(no_engine_text.ok());
+  EXPECT_NE(no_engine_text->find("  wire engine    off (loopback QPs only)\n"), std::string::npos)
+      << *no_engine_text;
+  EXPECT_EQ(no_engine_text->find("wire WRs"), std::string::npos) << *no_engine_text;
   auto off = ParseJson(R"({"state": "off"})");
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(*FormatApp(*off), "application interface: off (no app_interface server running)\n");
