@@ -207,6 +207,18 @@ int TcpCommand(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// The paging parameter of /iwarpd/connections and /iwarpd/qps: the index of
+// the first entry to show, decimal; absent or empty means 0.
+bool ParseFirstIndex(const char* params, size_t* first) {
+  *first = 0;
+  if (params == nullptr || *params == '\0') return true;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(params, &end, 10);
+  if (end == params || *end != '\0') return false;
+  *first = static_cast<size_t>(x);
+  return true;
+}
+
 std::string TupleText(uint32_t addr, uint16_t port) {
   return absl::StrCat(Ipv4ToString(addr), ":", port);
 }
@@ -216,12 +228,7 @@ int ConnectionsCommand(const char*, const char* params, rte_tel_data* d) {
   const TelemetryView* v = pin.get();
   if (v == nullptr) return -EAGAIN;
   size_t first = 0;
-  if (params != nullptr && *params != '\0') {
-    char* end = nullptr;
-    const unsigned long long x = std::strtoull(params, &end, 10);
-    if (end == params || *end != '\0') return -EINVAL;
-    first = static_cast<size_t>(x);
-  }
+  if (!ParseFirstIndex(params, &first)) return -EINVAL;
   std::lock_guard<std::mutex> lock(g_snapshot_mu);
   std::vector<const TcpSnapshot*> snaps;
   TakeSnapshots(*v, &snaps);
@@ -333,12 +340,7 @@ int QpsCommand(const char*, const char* params, rte_tel_data* d) {
   const TelemetryView* v = pin.get();
   if (v == nullptr || v->config == nullptr) return -EAGAIN;
   size_t first = 0;
-  if (params != nullptr && *params != '\0') {
-    char* end = nullptr;
-    const unsigned long long x = std::strtoull(params, &end, 10);
-    if (end == params || *end != '\0') return -EINVAL;
-    first = static_cast<size_t>(x);
-  }
+  if (!ParseFirstIndex(params, &first)) return -EINVAL;
   std::lock_guard<std::mutex> lock(g_snapshot_mu);
   std::vector<const TcpSnapshot*> snaps;
   TakeSnapshots(*v, &snaps);
