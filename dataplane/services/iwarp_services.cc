@@ -67,8 +67,7 @@ class Responder final : public IwarpService {
         observer_(this),
         listener_(*stack, iw.qps_per_service),
         buffers_(2 * iw.recv_buffers),
-        slots_(iw.qps_per_service),
-        live_qps_(iw.qps_per_service) {
+        slots_(iw.qps_per_service) {
     for (Slot& s : slots_) s.free.resize(buffers_);
   }
 
@@ -109,7 +108,6 @@ class Responder final : public IwarpService {
   void Poll(uint64_t now_ms) override {
     TcpService::Poll(now_ms);
     const uint64_t now_us = clock_->now_us;
-    size_t live = 0;
     for (Slot& s : slots_) {
       if (s.qp == nullptr) {
         // A replacement failed earlier: try again (control path, rare).
@@ -117,13 +115,16 @@ class Responder final : public IwarpService {
       }
       s.qp->Poll(now_us);
       DrainCompletions(s);
-      if (s.ended && !s.qp->conn().valid()) {
-        Finish(s);
-        continue;
-      }
-      live_qps_[live++] = s.qp.get();
+      if (s.ended && !s.qp->conn().valid()) Finish(s);
     }
-    Refresh(std::span<const Qp* const>(live_qps_.data(), live));
+  }
+
+  // Finish() moves a QP's counters into finished_ and drops it, so every QP
+  // still in a slot is counted here and nowhere else.
+  void AddLiveQpStats(IwarpServiceCounters* out) const override {
+    for (const Slot& s : slots_) {
+      if (s.qp != nullptr) AddQpStats(out, s.qp->stats());
+    }
   }
 
   size_t ListQps(std::span<IwarpQpInfo> out) const override {
@@ -322,7 +323,6 @@ class Responder final : public IwarpService {
   engine::Listener listener_;
   const uint32_t buffers_;  // receive buffers per QP: posted + spare
   std::vector<Slot> slots_;
-  std::vector<const Qp*> live_qps_;
 };
 
 engine::AcceptDecision ResponderObserver::OnConnectRequest(Qp& qp, const mpa::StartupFrame&) {
@@ -405,8 +405,10 @@ class Client final : public IwarpService, private engine::QpObserver {
     if (running_) Advance(now_us);
     if (disconnected_ && !result_.finished) End(false);
     if (disconnected_ && opened_.valid()) Close();
-    const Qp* live[] = {qp_.get()};
-    Refresh(std::span<const Qp* const>(live, 1));
+  }
+
+  void AddLiveQpStats(IwarpServiceCounters* out) const override {
+    if (qp_ != nullptr) AddQpStats(out, qp_->stats());
   }
 
   IwarpRunResult run_result() const override { return result_; }
@@ -764,11 +766,10 @@ absl::StatusOr<std::unique_ptr<IwarpService>> IwarpService::Create(
 
 void IwarpService::AccountFinished(const engine::Qp& qp) { AddQpStats(&finished_, qp.stats()); }
 
-void IwarpService::Refresh(std::span<const engine::Qp* const> live) {
-  live_ = finished_;
-  for (const engine::Qp* qp : live) {
-    if (qp != nullptr) AddQpStats(&live_, qp->stats());
-  }
+IwarpServiceCounters IwarpService::iwarp_counters() const {
+  IwarpServiceCounters c = finished_;
+  AddLiveQpStats(&c);
+  return c;
 }
 
 void IwarpService::FillInfo(const engine::Qp& qp, const tcp::FourTuple& tuple,

@@ -189,7 +189,10 @@ class IwarpService : public TcpService {
       const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
       const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip);
 
-  const IwarpServiceCounters& iwarp_counters() const { return live_; }
+  // The service's counters plus the engine counters of every QP, finished
+  // or live. Owning lcore only (reads the QPs); telemetry takes it through
+  // the worker's snapshot.
+  IwarpServiceCounters iwarp_counters() const;
   // The last Terminate any of the service's QPs sent / received.
   const std::optional<rdmap::TerminateCode>& last_terminate_sent() const { return term_sent_; }
   const std::optional<rdmap::TerminateCode>& last_terminate_received() const {
@@ -211,8 +214,8 @@ class IwarpService : public TcpService {
   bool Complete(const Conn&, tcp::CloseReason) const override { return false; }
   // Adds a finished QP's engine counters to `finished_`.
   void AccountFinished(const engine::Qp& qp);
-  // live_ = finished_ + the engine counters of `live` QPs.
-  void Refresh(std::span<const engine::Qp* const> live);
+  // Adds the engine counters of the QPs the service still holds.
+  virtual void AddLiveQpStats(IwarpServiceCounters* out) const = 0;
   // `tuple`: the connection's addresses (kept after the connection is gone).
   static void FillInfo(const engine::Qp& qp, const tcp::FourTuple& tuple, IwarpQpInfo* out);
 
@@ -223,7 +226,6 @@ class IwarpService : public TcpService {
   std::optional<rdmap::TerminateCode> term_sent_;
   std::optional<rdmap::TerminateCode> term_received_;
   IwarpServiceCounters finished_;  // service counters and finished QPs' engine counters
-  IwarpServiceCounters live_;      // what telemetry reads
 };
 
 }  // namespace iwarp::dataplane
