@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "iwarp/qp.h"
+#include "iwarp/qp_fuzz_util.h"
 #include "iwarp/qp_test_util.h"
 #include "tcp_lite/mpa_fpdu.h"
 
@@ -63,11 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Pair p(oa, ob, {}, topt);
   if (!p.Establish()) std::abort();
 
-  uint32_t stags[5] = {};
-  stags[1] = p.b.mem.Register(4096, ddp::kAccessRemoteWrite, 0x10000);
-  stags[2] = p.b.mem.Register(4096, ddp::kAccessRemoteRead, 0x20000);
-  stags[3] = p.b.mem.Register(4096, ddp::kAccessAll, ~uint64_t{0} - 4095);
-  stags[4] = p.b.mem.Register(256, ddp::kAccessLocalWrite, 0x40000);
+  const engine::testing::FuzzStags stags = engine::testing::RegisterFuzzRegions(p.b.mem);
   for (uint32_t i = 0; i < (setup & 3u); ++i) {
     p.b.qp->PostRecv(engine::RecvWr{i, engine::LocalSge{stags[4], 0x40000 + 64u * i, 64}});
   }
@@ -84,24 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                               Seq32(static_cast<uint32_t>(origin))};
     uint64_t seq = origin + p.a.qp->stats().bytes_sent;
     std::vector<uint8_t> buf(70000);
-    while (in.size() >= 2) {
-      size_t n = static_cast<size_t>(in[0]) << 8 | in[1];
-      in = in.subspan(2);
-      n = std::min(n, in.size());
-      std::vector<uint8_t> u(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
-      in = in.subspan(n);
-      if (u.size() >= ddp::kTaggedHeaderSize && (u[0] & ddp::kCtrlTagged) != 0) {
-        const uint32_t s = LoadBe32(&u[ddp::off::kStag]);
-        if (s >= 1 && s <= 4) StoreBe32(&u[ddp::off::kStag], stags[s]);
-      } else if (u.size() >= ddp::kUntaggedHeaderSize) {
-        const uint32_t s = LoadBe32(&u[ddp::off::kRsvdUlp1]);
-        if (s >= 1 && s <= 4) StoreBe32(&u[ddp::off::kRsvdUlp1], stags[s]);
-        if (u.size() >= ddp::kUntaggedHeaderSize + rdmap::kReadRequestSize) {
-          uint8_t* src = &u[ddp::kUntaggedHeaderSize + 16];
-          const uint32_t r = LoadBe32(src);
-          if (r >= 1 && r <= 4) StoreBe32(src, stags[r]);
-        }
-      }
+    std::vector<uint8_t> u;
+    while (engine::testing::NextFuzzSegment(in, u)) {
+      engine::testing::RemapFuzzStags(u, stags);
       const mpa::FpduEncodeResult r =
           mpa::EncodeFpdu(ByteSpan(u), ByteSpan(), Seq32(static_cast<uint32_t>(seq)), cfg,
                           MutableByteSpan(buf));

@@ -22,6 +22,7 @@
 #include "iwarp/qp_test_util.h"
 #include "iwarp/sctp_llp.h"
 #include "sctp/ddp_session.h"
+#include "sctp/sctp_test_link.h"
 #include "sctp/usrsctp_host.h"
 
 namespace iwarp::engine {
@@ -55,41 +56,6 @@ double MemcpyBaseline() {
 
 char g_addr_a, g_addr_b;
 
-// Preallocated FIFO of SCTP packets between the two AF_CONN addresses.
-class Ring final : public sctp::PacketSink {
- public:
-  static constexpr size_t kSlots = 4096;
-  static constexpr size_t kSlotBytes = 1500;
-  explicit Ring(sctp::UsrsctpHost& host) : host_(host), slots_(kSlots) {}
-  void Transmit(void* conn, ByteSpan p) override {
-    if (count_ == kSlots || p.size() > kSlotBytes) return;  // lost: SCTP recovers
-    Slot& s = slots_[(head_ + count_++) % kSlots];
-    s.to = conn == &g_addr_a ? &g_addr_b : &g_addr_a;
-    s.len = p.size();
-    std::memcpy(s.bytes, p.data(), p.size());
-  }
-  void Step() {
-    host_.Poll(MonotonicUs() / 1000);
-    host_.DrainOutbound(*this);
-    for (size_t n = count_; n > 0; --n) {
-      Slot& s = slots_[head_];
-      head_ = (head_ + 1) % kSlots;
-      --count_;
-      host_.Input(s.to, ByteSpan(s.bytes, s.len));
-    }
-  }
-
- private:
-  struct Slot {
-    void* to;
-    size_t len;
-    uint8_t bytes[kSlotBytes];
-  };
-  sctp::UsrsctpHost& host_;
-  std::vector<Slot> slots_;
-  size_t head_ = 0, count_ = 0;
-};
-
 // Posts Writes (16 outstanding) on `qa` and steps until all completed.
 // Returns CPU seconds or < 0 on failure.
 template <typename StepFn>
@@ -122,7 +88,7 @@ QpOptions Options() {
 }
 
 double SctpWrites(sctp::UsrsctpHost& host, uint64_t* segments) {
-  Ring ring(host);
+  sctp::testing::RingLink ring(host, &g_addr_a, &g_addr_b);
   sctp::AssociationConfig cfg;
   cfg.send_buffer = 1 << 20;
   cfg.receive_buffer = 1 << 20;

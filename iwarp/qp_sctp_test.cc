@@ -21,6 +21,7 @@ namespace {
 
 using ::iwarp::engine::testing::RecordingObserver;
 using ::iwarp::engine::testing::TestMemory;
+using ::iwarp::sctp::testing::RunLinkUntil;
 using ::iwarp::sctp::testing::Impairment;
 using ::iwarp::sctp::testing::MemLink;
 
@@ -156,14 +157,7 @@ class QpSctpTest : public ::testing::Test {
 
   template <typename F>
   bool RunUntil(F done, uint64_t timeout_ms = 20000) {
-    const uint64_t end = link_.now_ms() + timeout_ms;
-    while (link_.now_ms() < end) {
-      Service();
-      if (done()) return true;
-      link_.Step();
-    }
-    Service();
-    return done();
+    return RunLinkUntil(link_, [this] { Service(); }, done, timeout_ms);
   }
   void RunFor(uint64_t ms) {
     RunUntil([] { return false; }, ms);

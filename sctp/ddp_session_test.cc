@@ -20,6 +20,7 @@ namespace {
 
 using testing::Impairment;
 using testing::MemLink;
+using testing::RunLinkUntil;
 
 // AF_CONN address cookies of the two ends.
 char g_addr_a;
@@ -147,14 +148,7 @@ class SctpDdpTest : public ::testing::Test {
   // Runs link and associations until `done` or `timeout_ms` of real time.
   template <typename F>
   bool RunUntil(F done, uint64_t timeout_ms = 10000) {
-    const uint64_t end = link_.now_ms() + timeout_ms;
-    while (link_.now_ms() < end) {
-      Service();
-      if (done()) return true;
-      link_.Step();
-    }
-    Service();
-    return done();
+    return RunLinkUntil(link_, [this] { Service(); }, done, timeout_ms);
   }
   // Runs for `ms` of real time.
   void RunFor(uint64_t ms) {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sctp/ddp_session.h"
+#include "sctp/sctp_test_link.h"
 #include "sctp/usrsctp_host.h"
 #include "tcp_lite/mpa_decoder.h"
 #include "tcp_lite/mpa_fpdu.h"
@@ -41,12 +42,6 @@ double CpuNow() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
-}
-
-uint64_t MonotonicMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000 + uint64_t(ts.tv_nsec) / 1000000;
 }
 
 // A DDP segment as DDP hands it to the LLP: an untagged header (RFC 5041
@@ -73,41 +68,6 @@ double MemcpyBaseline(size_t seg, uint64_t count) {
 
 char g_addr_a, g_addr_b;
 
-// Preallocated FIFO of SCTP packets between the two AF_CONN addresses.
-class SctpRing : public sctp::PacketSink {
- public:
-  static constexpr size_t kSlots = 4096;
-  static constexpr size_t kSlotBytes = 1500;
-  explicit SctpRing(sctp::UsrsctpHost& host) : host_(host), slots_(kSlots) {}
-  void Transmit(void* conn, ByteSpan p) override {
-    if (count_ == kSlots || p.size() > kSlotBytes) return;  // lost: SCTP recovers
-    Slot& s = slots_[(head_ + count_++) % kSlots];
-    s.to = conn == &g_addr_a ? &g_addr_b : &g_addr_a;
-    s.len = p.size();
-    std::memcpy(s.bytes, p.data(), p.size());
-  }
-  void Step() {
-    host_.Poll(MonotonicMs());
-    host_.DrainOutbound(*this);
-    for (size_t n = count_; n > 0; --n) {
-      Slot& s = slots_[head_];
-      head_ = (head_ + 1) % kSlots;
-      --count_;
-      host_.Input(s.to, ByteSpan(s.bytes, s.len));
-    }
-  }
-
- private:
-  struct Slot {
-    void* to;
-    size_t len;
-    uint8_t bytes[kSlotBytes];
-  };
-  sctp::UsrsctpHost& host_;
-  std::vector<Slot> slots_;
-  size_t head_ = 0, count_ = 0;
-};
-
 struct SctpSide : sctp::DdpLlpEvents {
   sctp::DdpAssociation* assoc = nullptr;
   bool up = false, accepted = false;
@@ -123,7 +83,7 @@ struct SctpSide : sctp::DdpLlpEvents {
 
 double SctpRun(sctp::UsrsctpHost& host, uint16_t port, size_t seg_size, uint64_t count,
                uint64_t* packets) {
-  SctpRing ring(host);
+  sctp::testing::RingLink ring(host, &g_addr_a, &g_addr_b);
   sctp::AssociationConfig cfg;
   cfg.send_buffer = 1 << 20;
   cfg.receive_buffer = 1 << 20;

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <cstring>
+
 namespace iwarp::sctp::testing {
 
 namespace {
@@ -76,6 +78,28 @@ void MemLink::Step() {
   if (batch.empty()) {
     const timespec pause{0, 100 * 1000};  // 100 us: idle, waiting for a timer
     nanosleep(&pause, nullptr);
+  }
+}
+
+RingLink::RingLink(UsrsctpHost& host, void* a, void* b)
+    : host_(host), a_(a), b_(b), slots_(kSlots) {}
+
+void RingLink::Transmit(void* conn, ByteSpan packet) {
+  if (count_ == kSlots || packet.size() > kSlotBytes) return;  // lost: SCTP recovers
+  Slot& s = slots_[(head_ + count_++) % kSlots];
+  s.to = conn == a_ ? b_ : a_;
+  s.len = packet.size();
+  std::memcpy(s.bytes, packet.data(), packet.size());
+}
+
+void RingLink::Step() {
+  host_.Poll(MonotonicMs());
+  host_.DrainOutbound(*this);
+  for (size_t n = count_; n > 0; --n) {
+    Slot& s = slots_[head_];
+    head_ = (head_ + 1) % kSlots;
+    --count_;
+    host_.Input(s.to, ByteSpan(s.bytes, s.len));
   }
 }
 

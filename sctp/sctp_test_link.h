@@ -9,6 +9,7 @@
 #ifndef IWARPD_SCTP_SCTP_TEST_LINK_H_
 #define IWARPD_SCTP_SCTP_TEST_LINK_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -71,6 +72,48 @@ class MemLink : public PacketSink {
   uint64_t origin_ms_;
   uint64_t delivered_ = 0, dropped_ = 0, corrupted_ = 0, duplicated_ = 0, reordered_ = 0;
   bool Chance(double p);
+};
+
+// Runs `link` and the caller's `service` (Accept, Service(), engine polls)
+// until `done()` holds or `timeout_ms` of real time passed; returns done().
+template <typename Service, typename Done>
+bool RunLinkUntil(MemLink& link, Service service, Done done, uint64_t timeout_ms) {
+  const uint64_t end = link.now_ms() + timeout_ms;
+  while (link.now_ms() < end) {
+    service();
+    if (done()) return true;
+    link.Step();
+  }
+  service();
+  return done();
+}
+
+// Benchmark support: a preallocated FIFO of SCTP packets between two AF_CONN
+// addresses, without impairment, that allocates nothing after construction
+// (so a benchmark measures the stacks, not the test link). A packet that
+// finds the FIFO full, or is larger than a slot, is lost; SCTP recovers.
+class RingLink final : public PacketSink {
+ public:
+  static constexpr size_t kSlots = 4096;
+  static constexpr size_t kSlotBytes = 1500;
+  RingLink(UsrsctpHost& host, void* a, void* b);
+
+  // Runs usrsctp timers at the current (real) time, then delivers every
+  // packet queued so far to its peer address.
+  void Step();
+  void Transmit(void* conn, ByteSpan packet) override;
+
+ private:
+  struct Slot {
+    void* to;
+    size_t len;
+    uint8_t bytes[kSlotBytes];
+  };
+  UsrsctpHost& host_;
+  void* a_;
+  void* b_;
+  std::vector<Slot> slots_;
+  size_t head_ = 0, count_ = 0;
 };
 
 }  // namespace iwarp::sctp::testing
