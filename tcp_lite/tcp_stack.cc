@@ -532,8 +532,11 @@ struct TcpStack::Impl {
       size_t nblocks = 0;
       if (c.sack_ok) {
         nblocks = c.reasm->SackBlocks(blocks);
-        // Keep header + payload within the peer's MSS + timestamps room.
-        const uint32_t room = c.peer_mss + (c.ts_ok ? kTsOptionBytes : 0);
+        // RFC 9293 3.7.1, RFC 6691: options count against the MSS, so
+        // options + payload stay within the smaller of the peer's MSS and
+        // ours (our port's MTU); blocks that do not fit are left out of this
+        // segment. EMSS already leaves the timestamps' room.
+        const uint32_t room = c.emss + (c.ts_ok ? kTsOptionBytes : 0);
         while (nblocks > 0 && payload_len + (c.ts_ok ? kTsOptionBytes : 0) + 4 + 8 * nblocks > room) {
           --nblocks;
         }
