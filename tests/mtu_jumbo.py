@@ -44,6 +44,7 @@ MTU = 9000
 MSS = MTU - 40          # IPv4 + TCP headers (RFC 9293 3.7.1)
 TS_OPTION_BYTES = 12    # RFC 7323 timestamps, padded
 MIB = 1 << 20
+TCP_FAST_RECOVERY = "  rto_min_us: 20000\n  rto_initial_us: 200000\n"
 
 
 class VethPair:
@@ -77,24 +78,20 @@ class VethPair:
         self.created = []
 
 
-class VdevDaemon(iwd.MemifDaemon):
-    """An iwarpd in an existing namespace on the port `vdev` at `mtu`, without
-    hugepages (net_pcap and net_af_packet need no shared memory)."""
+class VdevPort:
+    """Mixin for the daemon harnesses (iwarp_dataplane.MemifDaemon and its
+    subclasses): the daemon runs in an existing namespace (use_port) on the
+    port `vdev` at `mtu` instead of net_memif, without hugepages (net_pcap and
+    net_af_packet need no shared memory)."""
 
-    def __init__(self, args, name, ip, ns, vdev, mtu, services, iwarp="", main_lcore=0,
-                 worker_lcore=1):
-        # libpcap's socket buffer (2 MiB, about 220 jumbo frames) overflows
-        # now and then when a worker is descheduled; a lower minimum RTO keeps
-        # the recovery of those losses short.
-        super().__init__(args, name, ip, "server", "unused", services, iwarp=iwarp,
-                         tcp_extra="  rto_min_us: 20000\n  rto_initial_us: 200000\n",
-                         main_lcore=main_lcore, worker_lcore=worker_lcore)
-        self.ns = ns
-        self.vdev, self.mtu = vdev, mtu
+    def use_port(self, ns, vdev, mtu):
+        self.ns, self.vdev, self.mtu = ns, vdev, mtu
+        self.ns_created = False  # the namespaces belong to the link
 
     def config_text(self):
         text = super().config_text()
-        memif = '    vdev: "net_memif0,role=server,socket=unused,socket-abstract=no"\n'
+        memif = '    vdev: "net_memif0,role=%s,socket=%s,socket-abstract=no"\n' % (self.role,
+                                                                                 self.sock)
         check(memif in text and "  hugepages: on\n" in text,
               "the daemon harness config has the memif port and hugepages lines to replace")
         text = text.replace(memif, '    vdev: "%s"\n    mtu: %d\n' % (self.vdev, self.mtu))
@@ -103,7 +100,7 @@ class VdevDaemon(iwd.MemifDaemon):
         return text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB, "  memory_mb: 512\n")
 
     def launch(self):
-        """Starts the daemon in its namespace (created by the test)."""
+        """Starts the daemon in its namespace (created by the caller)."""
         cfg = os.path.join(self.dir, "iwarpd.yaml")
         with open(cfg, "w") as f:
             f.write(self.config_text())
@@ -123,6 +120,20 @@ class VdevDaemon(iwd.MemifDaemon):
                 return
             time.sleep(0.05)
         raise TestFailure("iwarpd %s did not start within 20 s:\n%s" % (self.prefix, self.log()))
+
+
+class VdevDaemon(VdevPort, iwd.MemifDaemon):
+    """A services daemon (iwarp_responder / iwarp_client) on a VdevPort."""
+
+    def __init__(self, args, name, ip, ns, vdev, mtu, services, iwarp="", main_lcore=0,
+                 worker_lcore=1):
+        # libpcap's socket buffer (2 MiB, about 220 jumbo frames) overflows
+        # now and then when a worker is descheduled; a lower minimum RTO keeps
+        # the recovery of those losses short.
+        super().__init__(args, name, ip, "server", "unused", services, iwarp=iwarp,
+                         tcp_extra=TCP_FAST_RECOVERY, main_lcore=main_lcore,
+                         worker_lcore=worker_lcore)
+        self.use_port(ns, vdev, mtu)
 
 
 def pcap_vdev(iface):
@@ -235,7 +246,6 @@ def case_jumbo(args):
             cap.wait()
         for d in (b, a):
             if d is not None:
-                d.ns_created = False  # the namespaces are the link's
                 d.cleanup()
         link.delete()
         shutil.rmtree(work, ignore_errors=True)
@@ -264,7 +274,6 @@ def case_limit(args):
               "the port was refused before rte_eth_dev_configure")
     finally:
         if d is not None:
-            d.ns_created = False
             d.cleanup()
         link.delete()
 
