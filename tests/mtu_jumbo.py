@@ -11,7 +11,8 @@ port cannot carry.
          pattern. A capture on A's veth end (dumpcap, headers only) must show
          both SYNs announcing MSS 8960 (MTU 9000 - 40) and data segments
          that carry a full EMSS (8960, less 12 with RFC 7323 timestamps) in
-         9000-byte IP packets: one MPA FPDU per segment, sized to the EMSS.
+         9000-byte IP packets, each starting with an MPA header whose length
+         fills it: one MPA FPDU per segment, sized to the EMSS.
          The ports' ethdev counters must show frames larger than 1514 bytes
          on average.
   limit: a daemon configured with mtu 9000 on net_af_packet (DPDK 22.11
@@ -229,6 +230,23 @@ def case_jumbo(args):
         check(by_src.get(iwd.A_IP, 0) > 100 and by_src.get(iwd.B_IP, 0) > 100,
               "both daemons sent more than 100 frames larger than 1514 bytes (Read responses "
               "from A, Writes and Sends from B)")
+        # One MPA FPDU per segment, sized to the EMSS (RFC 5044 5, MULPDU from
+        # the EMSS): a full segment starts with the MPA header whose
+        # ULPDU_LENGTH makes an FPDU (header 2 + ULPDU + pad + CRC 4) of
+        # exactly the segment. The capture holds the first bytes of each
+        # payload.
+        fpdu = capture_fields(cap_path, ["tcp.payload"], "tcp.len == %d" % emss)
+        aligned = 0
+        for (payload,) in fpdu:
+            raw = bytes.fromhex(payload.replace(":", ""))
+            ulpdu = int.from_bytes(raw[:2], "big") if len(raw) >= 2 else -1
+            if ulpdu >= 0 and (2 + ulpdu + 3) // 4 * 4 + 4 == emss:
+                aligned += 1
+        log("%d of %d full segments hold one FPDU of the EMSS (ULPDU_LENGTH %d)" %
+            (aligned, len(fpdu), emss - 6))
+        check(len(fpdu) > 0 and aligned >= 0.95 * len(fpdu),
+              "full segments hold one MPA FPDU sized to the EMSS (%d of %d)" %
+              (aligned, len(fpdu)))
         # 64 KiB Writes: 64 KiB / EMSS segments per message, nearly all full.
         check(len(full) > 256 * (65536 // emss),
               "%d segments carry a full EMSS (more than %d)" % (len(full), 256 * (65536 // emss)))
