@@ -251,8 +251,8 @@ def main():
     ap.add_argument("--count-64k", type=int, default=8000)
     ap.add_argument("--count-send", type=int, default=100000)
     ap.add_argument("--count-lat", type=int, default=5000)
-    ap.add_argument("--count-pcap-4k", type=int, default=1000)
-    ap.add_argument("--count-pcap-64k", type=int, default=200)
+    ap.add_argument("--count-pcap-4k", type=int, default=400)
+    ap.add_argument("--count-pcap-64k", type=int, default=100)
     ap.add_argument("--mtus", default="1500,9000")
     args = ap.parse_args()
     if os.geteuid() != 0:
