@@ -73,6 +73,7 @@ namespace iwarp {
   X(kTcpReasmFull, "tcp_reasm_full", "out-of-order data beyond the reassembly capacity") \
   X(kTcpDataAfterClose, "tcp_data_after_close", "data for a receive side already closed") \
   X(kTcpTimeWait, "tcp_time_wait", "segment to a TIME_WAIT connection (ACK sent if needed)") \
+  X(kTcpTimeWaitOldSyn, "tcp_time_wait_old_syn", "RFC 6191: SYN to a TIME_WAIT connection not of a new incarnation") \
   X(kTcpTxNoBuffer, "tcp_tx_no_buffer", "data plane had no buffer for a segment") \
   /* Impairment stage */                                                        \
   X(kImpairDrop, "impair_drop", "dropped by a configured impairment rule")

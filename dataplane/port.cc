@@ -13,6 +13,7 @@
 #include "dataplane/eal_args.h"
 #include "dataplane/l3/flow_hash.h"
 #include "dataplane/log.h"
+#include "dataplane/port_limits.h"
 
 namespace iwarp::dataplane {
 
@@ -70,18 +71,19 @@ absl::Status Configure(const config::Config& cfg, const config::PortConfig& pc, 
         " TX queues requested, the device offers at most ", info.max_rx_queues, " / ",
         info.max_tx_queues));
   }
-  if (pc.mtu < info.min_mtu || pc.mtu > info.max_mtu) {
-    return absl::InvalidArgumentError(absl::StrCat("port '", p.name, "': mtu ", pc.mtu,
-                                                   " outside the device's range ", info.min_mtu,
-                                                   "..", info.max_mtu));
-  }
-  // No scattered RX: a whole frame must fit one mbuf.
-  const uint32_t frame_max = pc.mtu + RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
-  if (frame_max + RTE_PKTMBUF_HEADROOM > cfg.mempools.data_room) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "port '", p.name, "': mtu ", pc.mtu, " needs mbufs of at least ",
-        frame_max + RTE_PKTMBUF_HEADROOM, " bytes, mempools.data_room is ",
-        cfg.mempools.data_room));
+  // The frame a configured MTU needs (MTU + the device's L2 overhead) must be
+  // one the device accepts (max_rx_pktlen and max_mtu); ethdev would refuse it
+  // at rte_eth_dev_configure with a log line that names neither the port nor
+  // the fix.
+  const DeviceFrameLimits limits{info.min_mtu, info.max_mtu, info.max_rx_pktlen};
+  if (absl::Status s = CheckPortMtu(p.name, p.driver, pc.mtu, limits); !s.ok()) return s;
+  // No scattered RX (the worker reads one segment per frame): a whole frame
+  // must fit one mbuf, so the data room follows the MTU.
+  p.data_room = MbufDataRoomFor(pc.mtu, L2Overhead(limits), RTE_PKTMBUF_HEADROOM,
+                                cfg.mempools.data_room);
+  if (p.data_room != cfg.mempools.data_room) {
+    LogInfo("port '", p.name, "': mbuf data room ", p.data_room, " bytes (mempools.data_room ",
+            cfg.mempools.data_room, " is too small for mtu ", pc.mtu, " frames)");
   }
   p.mtu = pc.mtu;
 
@@ -118,10 +120,11 @@ absl::Status Configure(const config::Config& cfg, const config::PortConfig& pc, 
 
   const std::string pool_name = absl::StrCat("iwarpd_mp_", p.port_id);
   p.pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mempools.mbufs, cfg.mempools.cache, 0,
-                                   static_cast<uint16_t>(cfg.mempools.data_room), p.socket);
+                                   static_cast<uint16_t>(p.data_room), p.socket);
   if (p.pool == nullptr) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "port '", p.name, "': mempool of ", cfg.mempools.mbufs, " mbufs on socket ", p.socket,
+        "port '", p.name, "': mempool of ", cfg.mempools.mbufs, " mbufs of ", p.data_room,
+        " bytes on socket ", p.socket,
         ": ", rte_strerror(rte_errno), " (raise eal.memory_mb or lower mempools.mbufs)"));
   }
   for (uint16_t q = 0; q < p.nb_rxq; ++q) {

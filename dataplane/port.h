@@ -36,6 +36,7 @@ struct PortRuntime {
   int socket = 0;
   MacAddr mac;
   uint32_t mtu = 0;
+  uint32_t data_room = 0;  // bytes per mbuf of `pool`, headroom included
   uint16_t nb_rxq = 0;
   uint16_t nb_txq = 0;
   uint16_t nb_rxd = 0;

@@ -532,8 +532,11 @@ struct TcpStack::Impl {
       size_t nblocks = 0;
       if (c.sack_ok) {
         nblocks = c.reasm->SackBlocks(blocks);
-        // Keep header + payload within the peer's MSS + timestamps room.
-        const uint32_t room = c.peer_mss + (c.ts_ok ? kTsOptionBytes : 0);
+        // RFC 9293 3.7.1, RFC 6691: options count against the MSS, so
+        // options + payload stay within the smaller of the peer's MSS and
+        // ours (our port's MTU); blocks that do not fit are left out of this
+        // segment. EMSS already leaves the timestamps' room.
+        const uint32_t room = c.emss + (c.ts_ok ? kTsOptionBytes : 0);
         while (nblocks > 0 && payload_len + (c.ts_ok ? kTsOptionBytes : 0) + 4 + 8 * nblocks > room) {
           --nblocks;
         }
@@ -974,10 +977,13 @@ struct TcpStack::Impl {
     const FourTuple t{dst_ip, seg.header.dst_port, src_ip, seg.header.src_port};
     Conn* c = Lookup(t);
     if (c != nullptr && c->state == TcpState::kTimeWait && seg.header.Has(kFlagSyn) &&
-        !seg.header.Has(kFlagAck) && !seg.header.Has(kFlagRst) &&
-        seg.header.seq > c->reasm->rcv_nxt()) {
-      // RFC 9293 3.10.7.4 note / RFC 6191: a new SYN above RCV.NXT may reopen
-      // the 4-tuple from TIME-WAIT.
+        !seg.header.Has(kFlagAck) && !seg.header.Has(kFlagRst)) {
+      // RFC 6191 2: a SYN for a 4-tuple in TIME-WAIT either opens a new
+      // incarnation (the old one is released and the SYN goes to the
+      // listener) or is an old duplicate, silently dropped while the old
+      // incarnation stays in TIME-WAIT.
+      if (!NewIncarnation(*c, seg, o)) return Drop(DropReason::kTcpTimeWaitOldSyn);
+      ++stats.time_wait_reopened;
       FreeConn(*c);
       c = nullptr;
     }
@@ -985,6 +991,23 @@ struct TcpStack::Impl {
     ++c->counters.segments_in;
     if (c->state == TcpState::kSynSent) return SynSentInput(*c, seg, o);
     return SynchronizedInput(*c, seg, o);
+  }
+
+  // RFC 6191 2: whether a SYN (no ACK, no RST) to TIME-WAIT connection `c`
+  // belongs to a new incarnation. Timestamps decide when the old incarnation
+  // used them and the new one would (TSval above TS.Recent, or equal with a
+  // sequence number above); otherwise the sequence number does (above the
+  // last one received, RCV.NXT; RFC 9293 3.10.7.4, RFC 1122 4.2.2.13), except
+  // that a timestamped SYN after an incarnation without timestamps is new.
+  bool NewIncarnation(const Conn& c, const Segment& seg, const Options& o) const {
+    const bool ts_new = opt.timestamps && o.timestamps.has_value();
+    const bool seq_above = seg.header.seq > c.reasm->rcv_nxt();
+    if (c.ts_ok && ts_new) {
+      const int32_t d = static_cast<int32_t>(o.timestamps->ts_val - c.ts_recent);
+      return d > 0 || (d == 0 && seq_above);
+    }
+    if (!c.ts_ok && ts_new) return true;
+    return seq_above;
   }
 
   int FindListener(uint16_t port) const {

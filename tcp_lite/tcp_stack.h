@@ -311,6 +311,7 @@ using PortFilter = bool (*)(void* context, const FourTuple& tuple);
   X(ooo_segments, "ooo_segments")                                     \
   X(dsacks_out, "dsacks_out")                                         \
   X(time_wait_recycled, "time_wait_recycled")                         \
+  X(time_wait_reopened, "time_wait_reopened")                         \
   X(listen_refused, "listen_refused")
 
 struct TcpStackStats {

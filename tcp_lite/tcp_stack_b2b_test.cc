@@ -67,6 +67,7 @@ class Endpoint : public TcpUser {
 
 struct Result {
   uint64_t finish_us = 0;
+  uint64_t max_options_and_payload = 0;
   TcpStackStats a, b;
 };
 
@@ -92,6 +93,7 @@ Result Transfer(size_t bytes, Link::Impairment imp, TcpOptions opt, uint64_t lim
   };
   link.RunUntil(limit_us);
   res.finish_us = link.now;
+  res.max_options_and_payload = link.max_options_and_payload;
   res.a = (*a)->stats();
   res.b = (*b)->stats();
   std::printf("virtual time %.3f ms; link sent %llu dropped %llu duplicated %llu reordered %llu; "
@@ -144,6 +146,27 @@ TEST(BackToBack, ImpairedLink16MiBEachWayCubic) {
   EXPECT_GT(r.b.retransmitted_segments, 0u);
   EXPECT_GT(r.a.sack_recoveries + r.b.sack_recoveries, 0u);
   EXPECT_GT(r.a.dsacks_out + r.b.dsacks_out, 0u);
+}
+
+// RFC 9293 3.7.1, RFC 6691: options count against the MSS. With loss and
+// reordering both ways, data segments also carry SACK blocks for what their
+// sender holds out of order; no segment may exceed the MSS (a full EMSS with
+// timestamps plus a SACK block would make a 9012-byte IP packet at MTU 9000,
+// which the port cannot send). Some segments carry exactly the MSS.
+TEST(BackToBack, NoSegmentExceedsTheMssWithSackBlocksBothWays) {
+  for (uint16_t mtu : {uint16_t{1500}, uint16_t{9000}}) {
+    SCOPED_TRACE(mtu);
+    TcpOptions o;
+    o.max_connections = 4;
+    o.mtu = mtu;
+    Link::Impairment imp;
+    imp.drop = 0.02;
+    imp.reorder = 0.05;
+    imp.seed = 11;
+    const Result r = Transfer(8 << 20, imp, o, 60'000'000);
+    EXPECT_GT(r.a.dsacks_out + r.b.dsacks_out + r.a.sack_recoveries + r.b.sack_recoveries, 0u);
+    EXPECT_EQ(r.max_options_and_payload, mtu - 40u);
+  }
 }
 
 TEST(BackToBack, ImpairedLinkNewRenoWithoutSackOrTimestamps) {

@@ -896,6 +896,123 @@ TEST_F(StackTest, TimeWaitIsBounded) {
   EXPECT_EQ(stack_->stats().time_wait_recycled, 2u);
 }
 
+// RFC 6191: SYNs for a 4-tuple in TIME-WAIT. The stack closed actively
+// (Accept() with `syn`, our FIN acknowledged, the peer's FIN at kPeerIsn + 1
+// with TSval 112 when timestamps are on), so RCV.NXT is kPeerIsn + 2 and
+// TS.Recent 112.
+class TimeWaitSynTest : public StackTest {
+ protected:
+  void EnterTimeWait(const Options& syn) {
+    Make();
+    Accept(syn);
+    const bool ts = syn.timestamps.has_value();
+    stack_->Shutdown(conn_, now_);
+    One();
+    In(peer_.Build(kFlagFin | kFlagAck, kPeerIsn + 1, iss_ + 2, 512, ts ? Ts(112, 0) : Options()));
+    One();
+    ASSERT_EQ(stack_->State(conn_), TcpState::kTimeWait);
+  }
+  static Options NoTsSyn() {
+    Options o = SynOpts();
+    o.timestamps.reset();
+    return o;
+  }
+  // Sends a SYN for the same 4-tuple; true if it was answered with a SYN-ACK
+  // for it (a new incarnation), false if nothing was sent (dropped).
+  bool NewSyn(uint32_t seq, const Options& o) {
+    In(peer_.Build(kFlagSyn, seq, 0, 65535, o));
+    auto v = out_.Take();
+    if (v.empty()) return false;
+    EXPECT_EQ(v.size(), 1u);
+    EXPECT_EQ(v[0].h.flags, kFlagSyn | kFlagAck);
+    EXPECT_EQ(v[0].h.ack, Seq32(seq + 1));
+    new_iss_ = v[0].h.seq.value();
+    return true;
+  }
+  // The old incarnation is still in TIME-WAIT, and the SYN was counted.
+  void ExpectStillTimeWait(uint64_t old_syns) {
+    EXPECT_EQ(stack_->connection_count(), 1u);
+    TcpConnInfo list[2];
+    ASSERT_EQ(stack_->ListConnections(list), 1u);
+    EXPECT_EQ(list[0].state, TcpState::kTimeWait);
+    EXPECT_EQ(Drops(DropReason::kTcpTimeWaitOldSyn), old_syns);
+    EXPECT_EQ(stack_->stats().time_wait_reopened, 0u);
+  }
+  uint32_t new_iss_ = 0;
+};
+
+TEST_F(TimeWaitSynTest, NewerTimestampOpensANewIncarnationWhateverItsIsn) {
+  EnterTimeWait(SynOpts(100));
+  // Sequence number below RCV.NXT: the timestamp decides.
+  ASSERT_TRUE(NewSyn(kPeerIsn - 5000, SynOpts(113)));
+  EXPECT_EQ(stack_->stats().time_wait_reopened, 1u);
+  EXPECT_EQ(Drops(DropReason::kTcpTimeWaitOldSyn), 0u);
+  // The handshake completes and the listener gets a second connection.
+  In(peer_.Build(kFlagAck, kPeerIsn - 4999, new_iss_ + 1, 512, Ts(114, 0)));
+  EXPECT_TRUE(out_.Take().empty());
+  ASSERT_EQ(user_.accepted.size(), 2u);
+  EXPECT_EQ(stack_->State(user_.accepted[1]), TcpState::kEstablished);
+  EXPECT_EQ(stack_->connection_count(), 1u);
+  In(peer_.Build(kFlagAck | kFlagPsh, kPeerIsn - 4999, new_iss_ + 1, 512, Ts(115, 0),
+                 Pattern(100, 3)));
+  EXPECT_EQ(user_.data.size(), 100u);
+}
+
+TEST_F(TimeWaitSynTest, OlderTimestampIsAnOldDuplicateEvenAboveRcvNxt) {
+  EnterTimeWait(SynOpts(100));
+  EXPECT_FALSE(NewSyn(kPeerIsn + 100000, SynOpts(111)));
+  ExpectStillTimeWait(1);
+  // Retransmitted, it is dropped again and the 2 MSL timer still runs out.
+  EXPECT_FALSE(NewSyn(kPeerIsn + 100000, SynOpts(111)));
+  ExpectStillTimeWait(2);
+  Advance(61'000'000);
+  EXPECT_EQ(stack_->connection_count(), 0u);
+}
+
+TEST_F(TimeWaitSynTest, EqualTimestampNeedsAHigherSequenceNumber) {
+  EnterTimeWait(SynOpts(100));
+  EXPECT_FALSE(NewSyn(kPeerIsn + 2, SynOpts(112)));  // at RCV.NXT: not above
+  ExpectStillTimeWait(1);
+  EXPECT_TRUE(NewSyn(kPeerIsn + 3, SynOpts(112)));
+  EXPECT_EQ(stack_->stats().time_wait_reopened, 1u);
+}
+
+TEST_F(TimeWaitSynTest, WithoutTimestampsTheIsnMustBeAboveRcvNxt) {
+  EnterTimeWait(NoTsSyn());
+  EXPECT_FALSE(NewSyn(kPeerIsn, NoTsSyn()));  // the old incarnation's SYN again
+  ExpectStillTimeWait(1);
+  EXPECT_FALSE(NewSyn(kPeerIsn + 2, NoTsSyn()));
+  ExpectStillTimeWait(2);
+  EXPECT_TRUE(NewSyn(kPeerIsn + 64000, NoTsSyn()));
+  EXPECT_EQ(stack_->stats().time_wait_reopened, 1u);
+  In(peer_.Build(kFlagAck, kPeerIsn + 64001, new_iss_ + 1, 512));
+  ASSERT_EQ(user_.accepted.size(), 2u);
+}
+
+TEST_F(TimeWaitSynTest, OldIncarnationUsedTimestampsNewSynHasNone) {
+  EnterTimeWait(SynOpts(100));
+  // Timestamps would not be enabled for the new incarnation: the sequence
+  // number decides.
+  EXPECT_FALSE(NewSyn(kPeerIsn - 1, NoTsSyn()));
+  ExpectStillTimeWait(1);
+  EXPECT_TRUE(NewSyn(kPeerIsn + 10, NoTsSyn()));
+}
+
+TEST_F(TimeWaitSynTest, TimestampedSynAfterAnIncarnationWithoutThemIsNew) {
+  EnterTimeWait(NoTsSyn());
+  EXPECT_TRUE(NewSyn(kPeerIsn - 1, SynOpts(5)));
+  EXPECT_EQ(stack_->stats().time_wait_reopened, 1u);
+}
+
+TEST_F(TimeWaitSynTest, TimestampRuleIsWrapSafe) {
+  EnterTimeWait(SynOpts(0xFFFFFF00u));
+  // TS.Recent is 112 from the FIN; 0xFFFFFF00 is "older" than 112 across the
+  // wrap, 0x7000 is newer.
+  EXPECT_FALSE(NewSyn(kPeerIsn + 100, SynOpts(0xFFFFFF00u)));
+  ExpectStillTimeWait(1);
+  EXPECT_TRUE(NewSyn(kPeerIsn + 100, SynOpts(0x7000)));
+}
+
 TEST_F(StackTest, ZeroWindowAcksAreNotDuplicateAcks) {
   Make();
   Accept();

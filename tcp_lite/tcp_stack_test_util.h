@@ -4,6 +4,7 @@
 #ifndef IWARPD_TCP_LITE_TCP_STACK_TEST_UTIL_H_
 #define IWARPD_TCP_LITE_TCP_STACK_TEST_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -212,6 +213,10 @@ class Link {
 
   void Enqueue(int from, uint32_t src, uint32_t dst, std::vector<uint8_t> b) {
     ++sent;
+    // TCP options + payload (what RFC 9293 3.7.1 counts against the MSS).
+    if (b.size() > kHeaderSize) {
+      max_options_and_payload = std::max<uint64_t>(max_options_and_payload, b.size() - kHeaderSize);
+    }
     std::uniform_real_distribution<double> u(0, 1);
     if (u(rng_) < imp_.drop) {
       ++dropped;
@@ -259,6 +264,7 @@ class Link {
 
   uint64_t now = 0;
   uint64_t sent = 0, dropped = 0, duplicated = 0, reordered = 0;
+  uint64_t max_options_and_payload = 0;  // largest segment less the base TCP header
   std::function<bool()> idle_hook;
 
  private:

@@ -1,0 +1,317 @@
+#!/usr/bin/env python3
+"""MTU 9000 between two iwarpd daemons, and the start-up error for an MTU a
+port cannot carry.
+
+  jumbo: two daemons, each on a net_pcap port bound to one end of a veth pair
+         (MTU 9000) whose ends sit in two network namespaces the test creates
+         (198.18.1.1 and 198.18.1.2). Daemon A runs iwarp_responder
+         services, daemon B iwarp_client services doing RDMA Write, Read and
+         Send of 64 KiB and 1 MiB messages, every byte compared by the client
+         and the run's SHA-256 compared here with the one computed from the
+         pattern. A capture on A's veth end (dumpcap, headers only) must show
+         both SYNs announcing MSS 8960 (MTU 9000 - 40) and data segments
+         that carry a full EMSS (8960, less 12 with RFC 7323 timestamps) in
+         9000-byte IP packets, each starting with an MPA header whose length
+         fills it: one MPA FPDU per segment, sized to the EMSS.
+         The ports' ethdev counters must show frames larger than 1514 bytes
+         on average.
+  limit: a daemon configured with mtu 9000 on net_af_packet (DPDK 22.11
+         accepts at most 1518-byte frames there) exits non-zero at start-up
+         with the error naming the port, the device's limit and the fix.
+
+Neither needs hugepages (net_pcap and net_af_packet run with --no-huge).
+
+  mtu_jumbo.py CASE --iwarpd PATH --iwarpctl PATH
+  CASE: jumbo | limit
+
+Exit status: 0 pass, 1 fail, 77 skip (not root, no netns, no dumpcap).
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import iwarp_dataplane as iwd  # noqa: E402  (daemon harness, services, pattern)
+
+from dataplane_integration import TestFailure, check, log, run  # noqa: E402
+
+MTU = 9000
+MSS = MTU - 40          # IPv4 + TCP headers (RFC 9293 3.7.1)
+TS_OPTION_BYTES = 12    # RFC 7323 timestamps, padded
+MIB = 1 << 20
+TCP_FAST_RECOVERY = "  rto_min_us: 20000\n  rto_initial_us: 200000\n"
+
+
+class VethPair:
+    """Two namespaces joined by a veth pair at MTU `mtu`; the ends carry no
+    kernel address (the daemons own 198.18.1.0/24) and no IPv6, so the only
+    traffic on them is the daemons'."""
+
+    def __init__(self, mtu):
+        tag = "%d" % os.getpid()
+        self.ns = ["iwj_a" + tag, "iwj_b" + tag]
+        self.ifs = ["iwja" + tag, "iwjb" + tag]
+        self.mtu = mtu
+        self.created = []
+
+    def create(self):
+        for ns in self.ns:
+            run(["ip", "netns", "add", ns])
+            self.created.append(ns)
+        run(["ip", "link", "add", self.ifs[0], "netns", self.ns[0], "mtu", str(self.mtu),
+             "type", "veth", "peer", "name", self.ifs[1], "netns", self.ns[1], "mtu",
+             str(self.mtu)])
+        for ns, dev in zip(self.ns, self.ifs):
+            run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                 "net.ipv6.conf.all.disable_ipv6=1"], check_rc=False)
+            run(["ip", "netns", "exec", ns, "ip", "link", "set", dev, "up"])
+            run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+
+    def delete(self):
+        for ns in self.created:
+            run(["ip", "netns", "del", ns], check_rc=False)
+        self.created = []
+
+
+class VdevPort:
+    """Mixin for the daemon harnesses (iwarp_dataplane.MemifDaemon and its
+    subclasses): the daemon runs in an existing namespace (use_port) on the
+    port `vdev` at `mtu` instead of net_memif, without hugepages (net_pcap and
+    net_af_packet need no shared memory)."""
+
+    def use_port(self, ns, vdev, mtu):
+        self.ns, self.vdev, self.mtu = ns, vdev, mtu
+        self.ns_created = False  # the namespaces belong to the link
+
+    def config_text(self):
+        text = super().config_text()
+        memif = '    vdev: "net_memif0,role=%s,socket=%s,socket-abstract=no"\n' % (self.role,
+                                                                                 self.sock)
+        check(memif in text and "  hugepages: on\n" in text,
+              "the daemon harness config has the memif port and hugepages lines to replace")
+        text = text.replace(memif, '    vdev: "%s"\n    mtu: %d\n' % (self.vdev, self.mtu))
+        text = text.replace("  hugepages: on\n", "  hugepages: off\n")
+        # 16383 mbufs of 9146 bytes (the data room follows the MTU): 150 MiB.
+        return text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB, "  memory_mb: 512\n")
+
+    def launch(self):
+        """Starts the daemon in its namespace (created by the caller)."""
+        cfg = os.path.join(self.dir, "iwarpd.yaml")
+        with open(cfg, "w") as f:
+            f.write(self.config_text())
+        self.logf = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns, self.args.iwarpd, "--config", cfg],
+            stdout=self.logf, stderr=subprocess.STDOUT)
+
+    def start(self):
+        self.launch()
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise TestFailure("iwarpd %s exited %d during start-up:\n%s" %
+                                  (self.prefix, self.proc.returncode, self.log()))
+            if "running; SIGINT or SIGTERM stops" in self.log():
+                return
+            time.sleep(0.05)
+        raise TestFailure("iwarpd %s did not start within 20 s:\n%s" % (self.prefix, self.log()))
+
+
+class VdevDaemon(VdevPort, iwd.MemifDaemon):
+    """A services daemon (iwarp_responder / iwarp_client) on a VdevPort."""
+
+    def __init__(self, args, name, ip, ns, vdev, mtu, services, iwarp="", main_lcore=0,
+                 worker_lcore=1):
+        # libpcap's socket buffer (2 MiB, about 220 jumbo frames) overflows
+        # now and then when a worker is descheduled; a lower minimum RTO keeps
+        # the recovery of those losses short.
+        super().__init__(args, name, ip, "server", "unused", services, iwarp=iwarp,
+                         tcp_extra=TCP_FAST_RECOVERY, main_lcore=main_lcore,
+                         worker_lcore=worker_lcore)
+        self.use_port(ns, vdev, mtu)
+
+
+def pcap_vdev(iface):
+    # phy_mac=1: the port takes the veth end's MAC (net_pcap's default MAC
+    # is the same for every instance).
+    return "net_pcap0,iface=%s,phy_mac=1" % iface
+
+
+def capture_fields(path, fields, display_filter):
+    r = run(["tshark", "-r", path, "-Y", display_filter, "-T", "fields"] +
+            sum([["-e", f] for f in fields], []), timeout=120)
+    return [line.split("\t") for line in r.stdout.splitlines() if line.strip()]
+
+
+def case_jumbo(args):
+    if shutil.which("dumpcap") is None or shutil.which("tshark") is None:
+        log("SKIP: dumpcap/tshark not installed (apt-get install tshark)")
+        sys.exit(iwd.SKIP)
+    link = VethPair(MTU)
+    work = tempfile.mkdtemp(prefix="iwarpd_jumbo_")
+    cap_path = os.path.join(work, "a.pcapng")
+    a = b = cap = None
+    try:
+        link.create()
+        a = VdevDaemon(args, "ja", iwd.A_IP, link.ns[0], pcap_vdev(link.ifs[0]), MTU,
+                       iwd.responder_services(), iwd.RESPONDER_IWARP)
+        a.start()
+        # Headers only (snaplen 128): the original frame length is kept.
+        cap = subprocess.Popen(["ip", "netns", "exec", link.ns[0], "dumpcap", "-q", "-i",
+                                link.ifs[0], "-s", "128", "-f", "tcp", "-w", cap_path],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 10
+        while not os.path.exists(cap_path) and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        clients = [("w64k", "write", 65536, 256, 8), ("r64k", "read", 65536, 256, 8),
+                   ("s64k", "send", 65536, 128, 4), ("w1m", "write", MIB, 16, 4)]
+        services = "".join(iwd.client(*c) for c in clients)
+        # Each daemon's worker on its own core.
+        b = VdevDaemon(args, "jb", iwd.B_IP, link.ns[1], pcap_vdev(link.ifs[1]), MTU, services,
+                       main_lcore=1, worker_lcore=0)
+        b.start()
+        deadline = time.time() + 40
+        while True:
+            svcs = b.services_by_name()
+            if all(svcs[c[0]].get("run") in ("ok", "failed") for c in clients):
+                break
+            if time.time() > deadline:
+                raise TestFailure("client runs did not finish in 40 s: %s" % svcs)
+            time.sleep(0.2)
+        for c in clients:
+            iwd.check_run(svcs, *c)
+        ports = {d.prefix: d.ctl_json("ports") for d in (a, b)}
+        b.stop()
+        a.stop()
+        cap.send_signal(signal.SIGINT)
+        cap.wait(timeout=10)
+        cap = None
+
+        # Frames on the wire: what each side's ethdev sent, on average.
+        for d in (a, b):
+            p = ports[d.prefix]
+            port = p["port_0"]
+            avg = port["obytes"] / max(1, port["opackets"])
+            check(port["mtu"] == MTU and port["driver"] == "net_pcap" and avg > 1514,
+                  "%s: port mtu %d on %s sent %d frames, %d bytes: %.0f bytes per frame" %
+                  (d.prefix, port["mtu"], port["driver"], port["opackets"], port["obytes"], avg))
+        # The SYN and SYN-ACK both announce MSS 8960 (RFC 9293 3.7.1).
+        syns = capture_fields(cap_path, ["ip.src", "tcp.options.mss_val", "tcp.options.timestamp.tsval"],
+                              "tcp.flags.syn == 1")
+        check(len(syns) >= 2 * len(clients), "%d SYN/SYN-ACK segments captured" % len(syns))
+        check(all(s[1] == str(MSS) for s in syns),
+              "every SYN and SYN-ACK announces MSS %d: %s" % (MSS, sorted({s[1] for s in syns})))
+        timestamps = all(len(s) > 2 and s[2] != "" for s in syns)
+        emss = MSS - (TS_OPTION_BYTES if timestamps else 0)
+        # Data segments: full segments carry exactly the EMSS in a 9000-byte
+        # IP packet (one FPDU per segment, sized to the EMSS).
+        data = capture_fields(cap_path, ["ip.src", "tcp.len", "ip.len", "frame.len"],
+                              "tcp.len > 0")
+        big = [d for d in data if int(d[3]) > 1514]
+        full = [d for d in data if int(d[1]) == emss]
+        by_src = {}
+        for d in big:
+            by_src[d[0]] = by_src.get(d[0], 0) + 1
+        log("capture: %d data segments, %d in frames > 1514 bytes (%s), %d carrying the EMSS %d, "
+            "largest TCP payload %d, largest IP packet %d" %
+            (len(data), len(big), by_src, len(full), emss,
+             max(int(d[1]) for d in data), max(int(d[2]) for d in data)))
+        check(max(int(d[1]) for d in data) == emss,
+              "the largest TCP payload is the EMSS %d (MSS %d%s)" %
+              (emss, MSS, ", timestamps on" if timestamps else ""))
+        check(max(int(d[2]) for d in data) == MTU, "the largest IP packet is %d bytes" % MTU)
+        check(by_src.get(iwd.A_IP, 0) > 100 and by_src.get(iwd.B_IP, 0) > 100,
+              "both daemons sent more than 100 frames larger than 1514 bytes (Read responses "
+              "from A, Writes and Sends from B)")
+        # One MPA FPDU per segment, sized to the EMSS (RFC 5044 5, MULPDU from
+        # the EMSS): a full segment starts with the MPA header whose
+        # ULPDU_LENGTH makes an FPDU (header 2 + ULPDU + pad + CRC 4) of
+        # exactly the segment. The capture holds the first bytes of each
+        # payload.
+        fpdu = capture_fields(cap_path, ["tcp.payload"], "tcp.len == %d" % emss)
+        aligned = 0
+        for (payload,) in fpdu:
+            raw = bytes.fromhex(payload.replace(":", ""))
+            ulpdu = int.from_bytes(raw[:2], "big") if len(raw) >= 2 else -1
+            if ulpdu >= 0 and (2 + ulpdu + 3) // 4 * 4 + 4 == emss:
+                aligned += 1
+        log("%d of %d full segments hold one FPDU of the EMSS (ULPDU_LENGTH %d)" %
+            (aligned, len(fpdu), emss - 6))
+        check(len(fpdu) > 0 and aligned >= 0.95 * len(fpdu),
+              "full segments hold one MPA FPDU sized to the EMSS (%d of %d)" %
+              (aligned, len(fpdu)))
+        # 64 KiB Writes: 64 KiB / EMSS segments per message, nearly all full.
+        check(len(full) > 256 * (65536 // emss),
+              "%d segments carry a full EMSS (more than %d)" % (len(full), 256 * (65536 // emss)))
+    except TestFailure:
+        for d in (a, b):
+            if d is not None:
+                log("--- %s log:\n%s" % (d.prefix, d.log()[-4000:]))
+                for what in ("stats", "tcp", "ports"):
+                    r = run([args.iwarpctl, "--prefix", d.prefix, what], check_rc=False)
+                    log(r.stdout + r.stderr)
+        raise
+    finally:
+        if cap is not None and cap.poll() is None:
+            cap.kill()
+            cap.wait()
+        for d in (b, a):
+            if d is not None:
+                d.cleanup()
+        link.delete()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def case_limit(args):
+    link = VethPair(MTU)
+    d = None
+    try:
+        link.create()
+        d = VdevDaemon(args, "jl", iwd.A_IP, link.ns[0], "net_af_packet0,iface=%s" % link.ifs[0],
+                       MTU, "")
+        d.launch()
+        try:
+            rc = d.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            raise TestFailure("iwarpd with mtu 9000 on net_af_packet did not exit:\n%s" % d.log())
+        out = d.log()
+        sys.stdout.write(out)
+        check(rc != 0, "iwarpd exits non-zero (%d)" % rc)
+        want = ("port 'm0' (net_af_packet): mtu 9000 needs 9018-byte frames but net_af_packet "
+                "accepts at most 1518 (mtu 1500); lower ports[].mtu to 1500 or use a device "
+                "that carries jumbo frames")
+        check(want in out, "the error names the port, the device's limit and the fix")
+        check("rte_eth_dev_configure" not in out,
+              "the port was refused before rte_eth_dev_configure")
+    finally:
+        if d is not None:
+            d.cleanup()
+        link.delete()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("case", choices=["jumbo", "limit"])
+    p.add_argument("--iwarpd", required=True)
+    p.add_argument("--iwarpctl", required=True)
+    args = p.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(TestFailure("terminated")))
+    iwd.dpi.skip_unless_possible()
+    try:
+        {"jumbo": case_jumbo, "limit": case_limit}[args.case](args)
+    except TestFailure as e:
+        log("FAIL: %s" % e)
+        return 1
+    log("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
