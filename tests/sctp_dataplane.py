@@ -22,6 +22,10 @@ show exactly one association for the run.
           session Initiate is Rejected (RFC 5043 6.3); the run fails with
           connect error "rejected", the responder counts initiates_refused,
           and a client on stream 0 of the same association still runs.
+          Terminate path: a third client refuses the responder's private data
+          (its Sends would not fit) after the session is up and ends it with
+          the session Terminate (RFC 5043 6.2); the responder counts the
+          session ended by the peer's Terminate.
   impair: loss, reordering and duplication of SCTP packets both ways on B's
           port (impairment counters checked): the same SHA-256 of every run.
 
@@ -182,20 +186,33 @@ def case_reject(args):
     pair = SctpPair(args)
     try:
         pair.start()
-        clients = [("ok0", "mixed", 4096, 30, 4, 0), ("bad6", "write", 4096, 4, 1, 6)]
+        # big: Sends larger than the responder's receive buffers (4 MiB): the
+        # client refuses the responder's private data after the session Accept
+        # and ends the session with the RFC 5043 Terminate.
+        clients = [("ok0", "mixed", 4096, 30, 4, 0), ("bad6", "write", 4096, 4, 1, 6),
+                   ("big", "send", 8 * MIB, 1, 1)]
         svcs, st, _ = pair.run_clients(clients)
         iwd.check_run(svcs, *clients[0][:5])
+        big = svcs["big"]
+        check(big["run"] == "failed" and big["bad_private_data"] == 1 and
+              big["run_messages"] == 0 and big["established"] == 1,
+              "big: session up, responder's private data refused, run failed (bad_private_data "
+              "%d)" % big["bad_private_data"])
         bad = svcs["bad6"]
         check(bad["run"] == "failed" and bad["run_connect_error"] == "rejected" and
               bad["setup_failed"] == 1 and bad["run_messages"] == 0,
               "stream 6: session Rejected (run %s, connect error %s, setup_failed %d)" %
               (bad["run"], bad["run_connect_error"], bad["setup_failed"]))
         check_one_association(st, "reject")
-        pair.wait_responder_idle()
+        a = pair.wait_responder_idle()
         r = pair.a.services_by_name()["r_sctp"]
-        check(r["initiates_refused"] == 1 and r["established"] == 1,
-              "responder: 1 Initiate refused (no QP on stream 6), 1 session established "
+        check(r["initiates_refused"] == 1 and r["established"] == 2,
+              "responder: 1 Initiate refused (no QP on stream 6), 2 sessions established "
               "(refused %d, established %d)" % (r["initiates_refused"], r["established"]))
+        check(a["sctp_stream_end_peer_terminate"] == 2 and a["sctp_ddp_rx_control"] >= 5,
+              "responder endpoint: both sessions ended by the client's session Terminate "
+              "(peer_terminate %d; control messages received %d: 3 Initiates, 2 Terminates)" %
+              (a["sctp_stream_end_peer_terminate"], a["sctp_ddp_rx_control"]))
         pair.a.stop()
     finally:
         pair.cleanup()

@@ -90,8 +90,22 @@ class SharedSctpAssociation final : public sctp::DdpLlpEvents {
 
   uint32_t remote() const { return remote_; }
   uint16_t port() const { return port_; }
-  // A client's stream: `wanted`, or the next one no earlier client took.
-  int32_t TakeStream(int32_t wanted) { return wanted >= 0 ? wanted : next_stream_++; }
+  // A client's stream: `wanted`, or the lowest one no earlier client took
+  // (-1 when none is left). Two clients naming one stream: the second one's
+  // QP is refused (SctpStreams::CreateQp) and its run fails.
+  int32_t TakeStream(int32_t wanted) {
+    if (wanted < 0) {
+      for (int32_t s = 0; s < host_->streams(); ++s) {
+        if (!Taken(s)) {
+          wanted = s;
+          break;
+        }
+      }
+      if (wanted < 0) return -1;
+    }
+    taken_.push_back(wanted);
+    return wanted;
+  }
   void AddUser() { ++users_; }
   // Opens the association (first caller); later calls do nothing.
   absl::Status Start() {
@@ -132,8 +146,10 @@ class SharedSctpAssociation final : public sctp::DdpLlpEvents {
   uint32_t remote_;
   uint16_t port_;
   engine::SctpStreams streams_;
+  bool Taken(int32_t s) const { return std::find(taken_.begin(), taken_.end(), s) != taken_.end(); }
+
   std::unique_ptr<sctp::SctpAssociation> assoc_;
-  int32_t next_stream_ = 0;
+  std::vector<int32_t> taken_;  // streams given to clients (control path)
   uint32_t users_ = 0;
   bool up_ = false;
   bool down_ = false;
