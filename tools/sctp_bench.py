@@ -67,6 +67,13 @@ def run_client(args, sock, name, transport, op, msg, count):
             if s.get("run") in ("ok", "failed"):
                 if s["run"] != "ok":
                     raise RuntimeError("%s run failed: %s\n%s" % (name, json.dumps(s), b.log()))
+                if transport == "sctp":
+                    # The SCTP SHUTDOWN after the last session: A's responder
+                    # gets its QP slot back for the next run.
+                    end = time.time() + 5
+                    while b.ctl_json("sctp")["associations_up"] != 0 and time.time() < end:
+                        time.sleep(0.05)
+                b.stop()
                 return s
             time.sleep(0.2)
         raise RuntimeError("%s run did not finish" % name)
@@ -101,6 +108,9 @@ def main():
             for transport in ("sctp", "tcp"):
                 res[(key, transport)] = run_client(args, sock, "%s_%s" % (key, transport),
                                                    transport, op, msg, count)
+                end = time.time() + 5
+                while a.ctl_json("sctp")["associations"] != 0 and time.time() < end:
+                    time.sleep(0.05)
     finally:
         a.cleanup()
         shutil.rmtree(d, ignore_errors=True)
