@@ -1887,6 +1887,11 @@ std::string DescribeConfig(const Config& c) {
                     t.sack ? "on" : "off", ", timestamps ", t.timestamps ? "on" : "off",
                     ", syn cookies ", NameOf(t.syn_cookies, kSynCookieNames), "\n");
   }
+  if (c.sctp.enabled) {
+    absl::StrAppend(&out, "  sctp: on worker 0, ", c.sctp.streams, " DDP streams, buffers ",
+                    c.sctp.send_buffer_bytes, "/", c.sctp.receive_buffer_bytes, " bytes, rto ",
+                    c.sctp.rto_min_ms, "..", c.sctp.rto_max_ms, " ms\n");
+  }
   for (const ServiceConfig& svc : c.services) {
     absl::StrAppend(&out, "  service ", absl::CHexEscape(svc.name), ": ",
                     NameOf(svc.type, kServiceTypeNames));
@@ -1902,6 +1907,7 @@ std::string DescribeConfig(const Config& c) {
       absl::StrAppend(&out, " on port ", svc.port);
     }
     if (svc.sha256) absl::StrAppend(&out, ", sha256");
+    if (svc.transport == IwarpTransport::kSctp) absl::StrAppend(&out, ", over sctp");
     out += "\n";
   }
   return out;

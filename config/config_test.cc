@@ -134,6 +134,12 @@ TEST(ConfigLoad, SctpSectionAndTransport) {
   ASSERT_TRUE(again.ok()) << again.status();
   again->source = c->source;
   EXPECT_EQ(*again, *c);
+  const std::string described = DescribeConfig(*c);
+  EXPECT_NE(described.find("  sctp: on worker 0, 16 DDP streams, buffers 1048576/65536 bytes, "
+                           "rto 100..900 ms\n"),
+            std::string::npos)
+      << described;
+  EXPECT_NE(described.find(", over sctp\n"), std::string::npos) << described;
 
   // Errors name the place and the fix.
   auto err = [&](const std::string& yaml) {
