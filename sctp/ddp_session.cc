@@ -401,4 +401,14 @@ std::unique_ptr<DdpAssociation> DdpListener::Accept(DdpLlpEvents* events) {
   return std::unique_ptr<DdpAssociation>(new DdpAssociation(so, config_, events));
 }
 
+std::unique_ptr<DdpAssociation> DdpListener::Accept(DdpLlpEvents* events, void** peer_conn) {
+  sockaddr_conn from{};
+  socklen_t fromlen = sizeof(from);
+  struct socket* so = usrsctp_accept(so_, reinterpret_cast<sockaddr*>(&from), &fromlen);
+  if (so == nullptr) return nullptr;  // EWOULDBLOCK
+  usrsctp_set_non_blocking(so, 1);
+  *peer_conn = from.sconn_family == AF_CONN ? from.sconn_addr : nullptr;
+  return std::unique_ptr<DdpAssociation>(new DdpAssociation(so, config_, events));
+}
+
 }  // namespace iwarp::sctp

@@ -193,6 +193,10 @@ class DdpListener {
   // The next association the stack completed, or nullptr (non-blocking).
   // Call its Service() right away: its COMM_UP is already queued.
   std::unique_ptr<DdpAssociation> Accept(DdpLlpEvents* events);
+  // The same, and stores the AF_CONN cookie the peer's INIT arrived on in
+  // *peer_conn (used by SctpEndpoint to tell remote addresses apart when the
+  // listener is bound to the wildcard, conn == nullptr).
+  std::unique_ptr<DdpAssociation> Accept(DdpLlpEvents* events, void** peer_conn);
 
  private:
   DdpListener(struct socket* so, const AssociationConfig& config) : so_(so), config_(config) {}
