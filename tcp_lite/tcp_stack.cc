@@ -1724,11 +1724,13 @@ struct TcpStack::Impl {
 
     // Delayed ACK policy (RFC 5681 4.2, RFC 9293 3.8.6.3).
     ++c.unacked_segments;
-    if (any_ooo || was_ooo_state || opt.delayed_ack_us == 0 || h.Has(kFlagFin)) {
+    if (any_ooo || was_ooo_state || h.Has(kFlagFin)) {
       c.ack_now = true;
-    } else if (c.unacked_segments >= 2) {
+    } else if (c.unacked_segments >= 2 || opt.delayed_ack_us == 0) {
       // In a receive burst the ACK for in-order data waits for the burst's
       // end: one cumulative ACK per burst, as a GRO-fed kernel receiver sends.
+      // With delayed_ack_us 0 as well: the burst ends in the same poll, so
+      // no ACK is late, and a bulk receiver stops acking every segment.
       if (in_burst) {
         HoldAck(c);
       } else {

@@ -102,7 +102,8 @@ struct TcpOptions {
   // Delayed ACK (RFC 9293 3.8.6.3, RFC 5681 4.2): an ACK is sent at latest
   // this long after the first unacknowledged segment, and at once for every
   // second full-sized segment, out-of-order data or a filled hole. 0 acks
-  // every segment at once.
+  // every segment at once, or, inside BeginBurst/EndBurst, in-order data
+  // once at the burst's end.
   uint32_t delayed_ack_us = 200;
   bool nagle = false;  // RFC 9293 3.7.4; off: small writes go out at once
 

@@ -342,6 +342,34 @@ TEST_F(StackTest, ZeroDelayedAckAcksEverySegment) {
   EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 11));
 }
 
+// delayed_ack_us 0 in a receive burst: in-order data is acknowledged once,
+// at the burst's end (the same poll), not once per segment; a lone segment
+// is not held past the burst.
+TEST_F(StackTest, ZeroDelayedAckInABurstAcksOnceAtItsEnd) {
+  TcpOptions o = BaseOptions();
+  o.delayed_ack_us = 0;
+  Make(o);
+  Accept();
+  uint32_t seq = kPeerIsn + 1;
+  stack_->BeginBurst();
+  for (uint8_t i = 0; i < 4; ++i) {
+    In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(102 + i, our_tsval_), Pattern(1448, i)));
+    seq += 1448;
+  }
+  EXPECT_TRUE(out_.Take().empty());
+  stack_->EndBurst(now_);
+  Wire a = One();
+  EXPECT_EQ(a.h.ack, Seq32(seq));
+  EXPECT_EQ(user_.data.size(), 4u * 1448);
+
+  stack_->BeginBurst();
+  In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(110, our_tsval_), Pattern(100, 5)));
+  EXPECT_TRUE(out_.Take().empty());
+  stack_->EndBurst(now_);
+  EXPECT_EQ(One().h.ack, Seq32(seq + 100));
+  EXPECT_EQ(stack_->stats().delayed_acks, 0u);  // no timer involved
+}
+
 TEST_F(StackTest, SendSegmentsWithinPeerWindowAndEmss) {
   Make();
   Accept();  // peer window 512 << 7 = 65536
