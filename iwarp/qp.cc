@@ -541,7 +541,25 @@ struct Qp::Impl final : public mpa::UlpduSink {
     bool Usable() const override { return m_.qp.conn_.valid(); }
     uint32_t NextMulpdu() const override { return m_.tx_cfg.markers ? m_.MarkerMulpdu() : 0; }
     LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
-      // An FPDU refused for send space stays encoded in the scratch buffer
+      // Single copy: the FPDU is encoded (payload copied, CRC computed in
+      // the same pass over the bytes) straight into TCP's send buffer.
+      if (m_.scratch_pending == 0) {
+        const size_t need = mpa::FpduWireSize(header.size() + payload.size(),
+                                              Seq32(static_cast<uint32_t>(m_.tx_off)), m_.tx_cfg);
+        const MutableByteSpan dst = m_.qp.stack_->ReserveRecord(m_.qp.conn_, need);
+        if (dst.size() == need) {
+          const mpa::FpduEncodeResult r = mpa::EncodeFpdu(
+              header, payload, Seq32(static_cast<uint32_t>(m_.tx_off)), m_.tx_cfg, dst);
+          if (r.status != mpa::FpduStatus::kOk || r.size != need) return LlpSendStatus::kError;
+          if (m_.qp.stack_->CommitRecord(m_.qp.conn_, need, m_.now_us) != tcp::SendStatus::kOk) {
+            return LlpSendStatus::kError;  // cannot happen: reserved just now
+          }
+          *wire = need;
+          return LlpSendStatus::kOk;
+        }
+      }
+      // Otherwise (no room, or the ring wraps inside the record) through the
+      // scratch buffer. An FPDU refused for send space stays encoded there
       // (CRC computed once) and is offered again as is.
       if (m_.scratch_pending == 0) {
         const mpa::FpduEncodeResult r =

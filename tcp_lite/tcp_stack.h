@@ -409,6 +409,15 @@ class TcpStack {
   // inside it unless the record is longer than the EMSS (then it is cut into
   // EMSS pieces, the first starting a segment). For MPA FPDUs (RFC 5044 6).
   SendStatus SendRecord(ConnId conn, ByteSpan record, uint64_t now_us);
+  // SendRecord without the copy: ReserveRecord returns `len` contiguous
+  // bytes at the end of the send buffer for the caller to write the record
+  // into, or an empty span when SendRecord would not take it now or the
+  // ring would wrap inside it (then call SendRecord, which also arranges
+  // OnSendSpace). The bytes join the stream only at CommitRecord(conn,
+  // len), which must follow with no other call on this stack in between;
+  // it returns what SendRecord would have.
+  MutableByteSpan ReserveRecord(ConnId conn, size_t len);
+  SendStatus CommitRecord(ConnId conn, size_t len, uint64_t now_us);
   // Zero-copy send of caller-owned bytes: `data` must stay valid and
   // unchanged until OnSendComplete(cookie). Also record-aligned as
   // SendRecord. All or nothing.

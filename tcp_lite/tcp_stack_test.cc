@@ -441,6 +441,40 @@ TEST_F(StackTest, RecordAlignedSendsStartSegmentsAtRecords) {
   EXPECT_EQ(segs[0].payload.size(), 1448u);
 }
 
+// ReserveRecord/CommitRecord: the record is written in place in the send
+// buffer and goes out exactly as SendRecord would send it.
+TEST_F(StackTest, ReservedRecordsGoOutAsSentRecords) {
+  Make();
+  Accept();
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 5; ++i) {
+    const auto r = Pattern(1000, 40 + i);
+    all.insert(all.end(), r.begin(), r.end());
+    const MutableByteSpan dst = stack_->ReserveRecord(conn_, r.size());
+    ASSERT_EQ(dst.size(), r.size());
+    std::memcpy(dst.data(), r.data(), r.size());
+    ASSERT_EQ(stack_->CommitRecord(conn_, r.size(), now_), SendStatus::kOk);
+  }
+  auto segs = out_.Take();
+  ASSERT_GE(segs.size(), 5u);
+  uint32_t off = 0;
+  std::vector<uint8_t> got;
+  for (auto& seg : segs) {
+    EXPECT_EQ(off % 1000, 0u) << "segment starts inside a record at " << off;
+    off += static_cast<uint32_t>(seg.payload.size());
+    got.insert(got.end(), seg.payload.begin(), seg.payload.end());
+  }
+  EXPECT_EQ(got, all);
+  EXPECT_EQ(stack_->SendSpace(conn_), size_t{64 * 1024} - all.size());
+
+  // More than fits: nothing reserved, nothing committed, nothing queued.
+  EXPECT_TRUE(stack_->ReserveRecord(conn_, stack_->SendSpace(conn_) + 1).empty());
+  EXPECT_TRUE(stack_->ReserveRecord(conn_, 0).empty());
+  EXPECT_EQ(stack_->CommitRecord(conn_, stack_->SendSpace(conn_) + 1, now_), SendStatus::kNoSpace);
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_TRUE(stack_->ReserveRecord(ConnId{}, 10).empty());
+}
+
 TEST_F(StackTest, ZeroCopySendCompletesWhenAcked) {
   Make();
   Accept();
