@@ -578,11 +578,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
     void Failed() override {}
     void EndStream() override { m_.qp.stack_->Shutdown(m_.qp.conn_, m_.now_us); }
     uint64_t CompleteUpTo() const override {
-      tcp::TcpConnInfo info;
-      if (m_.qp.conn_.valid() && m_.qp.stack_->GetConnection(m_.qp.conn_, &info)) {
-        return info.bytes_out;
-      }
-      return 0;
+      if (!m_.qp.conn_.valid()) return 0;
+      return m_.qp.stack_->BytesAcked(m_.qp.conn_).value_or(0);
     }
     bool CompletesOnTake() const override { return false; }
 
@@ -1257,8 +1254,7 @@ void Qp::Poll(uint64_t now_us) {
     m.CompleteSq(m.tx_off);
   } else if (conn_.valid() && m.sq_count > 0 &&
       (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
-    tcp::TcpConnInfo info;
-    if (stack_->GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
+    if (const std::optional<uint64_t> acked = stack_->BytesAcked(conn_)) m.CompleteSq(*acked);
   }
   m.Pump();
 }

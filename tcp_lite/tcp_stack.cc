@@ -2243,6 +2243,12 @@ TcpState TcpStack::State(ConnId id) const {
   return c == nullptr ? TcpState::kClosed : c->state;
 }
 
+std::optional<uint64_t> TcpStack::BytesAcked(ConnId id) const {
+  const Impl::Conn* c = impl_->Get(id);
+  if (c == nullptr) return std::nullopt;
+  return c->counters.bytes_out;
+}
+
 bool TcpStack::GetConnection(ConnId id, TcpConnInfo* out) const {
   const Impl::Conn* c = impl_->Get(id);
   if (c == nullptr) return false;

@@ -451,6 +451,10 @@ class TcpStack {
   // many were written. Total count: connection_count().
   size_t ListConnections(std::span<TcpConnInfo> out) const;
   bool GetConnection(ConnId conn, TcpConnInfo* out) const;
+  // Data bytes the peer acknowledged on `conn` (TcpConnInfo::bytes_out)
+  // without the rest of the snapshot, for a poll loop; nullopt for an
+  // invalid handle.
+  std::optional<uint64_t> BytesAcked(ConnId conn) const;
   size_t connection_count() const;
   const TcpStackStats& stats() const { return stats_; }
   const TcpOptions& options() const { return options_; }

@@ -475,6 +475,22 @@ TEST_F(StackTest, ReservedRecordsGoOutAsSentRecords) {
   EXPECT_TRUE(stack_->ReserveRecord(ConnId{}, 10).empty());
 }
 
+TEST_F(StackTest, BytesAckedFollowsTheAcknowledgedData) {
+  Make();
+  Accept();
+  EXPECT_EQ(stack_->BytesAcked(conn_), std::optional<uint64_t>(0));
+  const auto data = Pattern(1000, 3);
+  ASSERT_EQ(stack_->Send(conn_, ByteSpan(data), now_), 1000u);
+  ASSERT_FALSE(out_.Take().empty());
+  EXPECT_EQ(stack_->BytesAcked(conn_), std::optional<uint64_t>(0));  // sent, not acknowledged
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 + 600, 512, Ts(102, our_tsval_)));
+  EXPECT_EQ(stack_->BytesAcked(conn_), std::optional<uint64_t>(600));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.bytes_out, 600u);
+  EXPECT_EQ(stack_->BytesAcked(ConnId{}), std::nullopt);
+}
+
 TEST_F(StackTest, ZeroCopySendCompletesWhenAcked) {
   Make();
   Accept();
