@@ -19,6 +19,9 @@ namespace {
 // private data (the RFC 6581 IRD/ORD block included).
 constexpr size_t kMaxRequestBytes = 20 + mpa::kMaxPrivateDataLength;
 constexpr uint32_t kCommandsPerPoll = 16;
+// Pending-connection timeouts are checked at least this often (they may
+// fire this much late; pending_timeout_us is seconds).
+constexpr uint64_t kPendingScanUs = 1000;
 // Events one command can cause at most; a command is taken only when the
 // event ring has this much room (back-pressure instead of a lost event).
 constexpr int64_t kEventsPerCommand = 4;
@@ -205,6 +208,7 @@ struct WireEngine::Pending final : tcp::TcpUser {
         // connection is reset from Poll (not from inside the stack's call).
         Bump(eng->counters_->requests_refused);
         dropped = true;
+        eng->pending_dirty_ = true;
       }
     }
     return take;
@@ -470,6 +474,7 @@ void WireEngine::Release(WireQpContext* qp) {
       // already queued); otherwise the connection is reset.
       p.target = nullptr;
       p.detached = true;
+      pending_dirty_ = true;
       p.since_us = now_us_;  // a graceful close gets pending_timeout_us to finish
       const tcp::TcpState ts = stack_.State(p.conn);
       if (st != engine::QpState::kError && ts != tcp::TcpState::kClosed &&
@@ -540,6 +545,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         Pending& p = pending_[i];
         if (p.used && p.target == nullptr && !p.detached && p.listener_id == c.listener_id) {
           p.dropped = true;
+          pending_dirty_ = true;
           stack_.Abort(p.conn, now_us_);
         }
       }
@@ -592,6 +598,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       Pending* p = FindPending(c.request_id);
       if (p != nullptr && p->target == nullptr) {
         p->dropped = true;
+        pending_dirty_ = true;
         stack_.Abort(p->conn, now_us_);
       }
       break;
@@ -812,31 +819,36 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
     commands_.Consume(1);
     ++work;
   }
-  for (uint32_t i = 0; i < options_.max_pending; ++i) {
-    Pending& p = pending_[i];
-    if (p.used && !p.dropped && !p.detached && p.target == nullptr &&
-        now_us_ - p.since_us > options_.pending_timeout_us) {
-      // Unanswered (or never a complete Request): reset; the application's
-      // request id stops working.
-      Bump(counters_->requests_refused);
-      if (p.reported) {
-        WireEvent ev;
-        ev.type = WireEventType::kRequestGone;
-        ev.request_id = p.request_id;
-        ev.listener_id = p.listener_id;
-        Emit(ev);
+  if (pending_dirty_ || now_us_ - pending_scan_us_ >= kPendingScanUs) {
+    pending_dirty_ = false;
+    pending_scan_us_ = now_us_;
+    for (uint32_t i = 0; i < options_.max_pending; ++i) {
+      Pending& p = pending_[i];
+      if (p.used && !p.dropped && !p.detached && p.target == nullptr &&
+          now_us_ - p.since_us > options_.pending_timeout_us) {
+        // Unanswered (or never a complete Request): reset; the application's
+        // request id stops working.
+        Bump(counters_->requests_refused);
+        if (p.reported) {
+          WireEvent ev;
+          ev.type = WireEventType::kRequestGone;
+          ev.request_id = p.request_id;
+          ev.listener_id = p.listener_id;
+          Emit(ev);
+        }
+        p.dropped = true;
       }
-      p.dropped = true;
-    }
-    if (p.used && p.detached && now_us_ - p.since_us > options_.pending_timeout_us) {
-      p.dropped = true;  // the graceful close of a released QP never ended
-    }
-    if (p.used && p.dropped && p.target == nullptr) {
-      const tcp::TcpState ts = stack_.State(p.conn);
-      if (ts != tcp::TcpState::kClosed && ts != tcp::TcpState::kTimeWait) {
-        stack_.Abort(p.conn, now_us_);
-      } else {
-        p = Pending{};
+      if (p.used && p.detached && now_us_ - p.since_us > options_.pending_timeout_us) {
+        p.dropped = true;  // the graceful close of a released QP never ended
+      }
+      if (p.used && p.dropped && p.target == nullptr) {
+        const tcp::TcpState ts = stack_.State(p.conn);
+        if (ts != tcp::TcpState::kClosed && ts != tcp::TcpState::kTimeWait) {
+          stack_.Abort(p.conn, now_us_);
+          pending_dirty_ = true;  // its state is looked at again next time
+        } else {
+          p = Pending{};
+        }
       }
     }
   }

@@ -295,6 +295,11 @@ class WireEngine final : private engine::MemoryDomain {
   uint64_t now_us_ = 0;
   uint32_t next_request_id_ = 1;
   bool events_touched_ = false;
+  // Poll scans the passive connections (max_pending slots) only when one
+  // was dropped or detached since the last scan, or kPendingScanUs passed
+  // (their timeouts): not on every poll of a busy worker.
+  bool pending_dirty_ = false;
+  uint64_t pending_scan_us_ = 0;
 
   struct Counters;
   std::unique_ptr<Counters> counters_;

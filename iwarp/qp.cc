@@ -541,7 +541,25 @@ struct Qp::Impl final : public mpa::UlpduSink {
     bool Usable() const override { return m_.qp.conn_.valid(); }
     uint32_t NextMulpdu() const override { return m_.tx_cfg.markers ? m_.MarkerMulpdu() : 0; }
     LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
-      // An FPDU refused for send space stays encoded in the scratch buffer
+      // Single copy: the FPDU is encoded (payload copied, CRC computed in
+      // the same pass over the bytes) straight into TCP's send buffer.
+      if (m_.scratch_pending == 0) {
+        const size_t need = mpa::FpduWireSize(header.size() + payload.size(),
+                                              Seq32(static_cast<uint32_t>(m_.tx_off)), m_.tx_cfg);
+        const MutableByteSpan dst = m_.qp.stack_->ReserveRecord(m_.qp.conn_, need);
+        if (dst.size() == need) {
+          const mpa::FpduEncodeResult r = mpa::EncodeFpdu(
+              header, payload, Seq32(static_cast<uint32_t>(m_.tx_off)), m_.tx_cfg, dst);
+          if (r.status != mpa::FpduStatus::kOk || r.size != need) return LlpSendStatus::kError;
+          if (m_.qp.stack_->CommitRecord(m_.qp.conn_, need, m_.now_us) != tcp::SendStatus::kOk) {
+            return LlpSendStatus::kError;  // cannot happen: reserved just now
+          }
+          *wire = need;
+          return LlpSendStatus::kOk;
+        }
+      }
+      // Otherwise (no room, or the ring wraps inside the record) through the
+      // scratch buffer. An FPDU refused for send space stays encoded there
       // (CRC computed once) and is offered again as is.
       if (m_.scratch_pending == 0) {
         const mpa::FpduEncodeResult r =
@@ -560,11 +578,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
     void Failed() override {}
     void EndStream() override { m_.qp.stack_->Shutdown(m_.qp.conn_, m_.now_us); }
     uint64_t CompleteUpTo() const override {
-      tcp::TcpConnInfo info;
-      if (m_.qp.conn_.valid() && m_.qp.stack_->GetConnection(m_.qp.conn_, &info)) {
-        return info.bytes_out;
-      }
-      return 0;
+      if (!m_.qp.conn_.valid()) return 0;
+      return m_.qp.stack_->BytesAcked(m_.qp.conn_).value_or(0);
     }
     bool CompletesOnTake() const override { return false; }
 
@@ -1239,8 +1254,7 @@ void Qp::Poll(uint64_t now_us) {
     m.CompleteSq(m.tx_off);
   } else if (conn_.valid() && m.sq_count > 0 &&
       (m.sq[m.sq_head].st == Impl::SqState::kSent || m.sq[m.sq_head].st == Impl::SqState::kDone)) {
-    tcp::TcpConnInfo info;
-    if (stack_->GetConnection(conn_, &info)) m.CompleteSq(info.bytes_out);
+    if (const std::optional<uint64_t> acked = stack_->BytesAcked(conn_)) m.CompleteSq(*acked);
   }
   m.Pump();
 }

@@ -1747,11 +1747,13 @@ struct TcpStack::Impl {
 
     // Delayed ACK policy (RFC 5681 4.2, RFC 9293 3.8.6.3).
     ++c.unacked_segments;
-    if (any_ooo || was_ooo_state || opt.delayed_ack_us == 0 || h.Has(kFlagFin)) {
+    if (any_ooo || was_ooo_state || h.Has(kFlagFin)) {
       c.ack_now = true;
-    } else if (c.unacked_segments >= 2) {
+    } else if (c.unacked_segments >= 2 || opt.delayed_ack_us == 0) {
       // In a receive burst the ACK for in-order data waits for the burst's
       // end: one cumulative ACK per burst, as a GRO-fed kernel receiver sends.
+      // With delayed_ack_us 0 as well: the burst ends in the same poll, so
+      // no ACK is late, and a bulk receiver stops acking every segment.
       if (in_burst) {
         HoldAck(c);
       } else {
@@ -1844,13 +1846,17 @@ struct TcpStack::Impl {
   }
 
   // Appends `data` to the send ring (the caller checked the space).
-  void AppendCopy(Conn& c, ByteSpan data) {
+  void AppendCopy(Conn& c, ByteSpan data) { AppendRing(c, data.data(), data.size()); }
+
+  // Appends `n` bytes at the ring's write position, copied from `src`, or
+  // already written there when `src` is null (CommitRecord).
+  void AppendRing(Conn& c, const uint8_t* src, size_t len) {
     uint32_t done = 0;
-    const uint32_t n = static_cast<uint32_t>(data.size());
+    const uint32_t n = static_cast<uint32_t>(len);
     while (done < n) {
       const uint32_t widx = (c.shead + c.sused) % c.scap;
       const uint32_t chunk = std::min(n - done, c.scap - widx);
-      std::memcpy(c.sbuf + widx, data.data() + done, chunk);
+      if (src != nullptr) std::memcpy(c.sbuf + widx, src + done, chunk);
       // Extend the last descriptor if it is ring memory ending at widx.
       SendDesc* last = c.dcount > 0 ? &c.descs[(c.dhead + c.dcount - 1) % c.dcap] : nullptr;
       if (last != nullptr && !last->zero_copy && last->data + last->len == c.sbuf + widx) {
@@ -2140,6 +2146,34 @@ SendStatus TcpStack::SendRecord(ConnId id, ByteSpan record, uint64_t now_us) {
   return last_send_status_ = SendStatus::kOk;
 }
 
+MutableByteSpan TcpStack::ReserveRecord(ConnId id, size_t len) {
+  Impl& m = *impl_;
+  Impl::Conn* c = m.Get(id);
+  if (c == nullptr || len == 0 || !m.SendOpen(*c) || len > m.SendSpaceOf(*c) ||
+      c->rcount == c->rcap_recs) {
+    return MutableByteSpan();
+  }
+  const uint32_t widx = (c->shead + c->sused) % c->scap;
+  if (len > c->scap - widx) return MutableByteSpan();  // would wrap
+  return MutableByteSpan(c->sbuf + widx, len);
+}
+
+SendStatus TcpStack::CommitRecord(ConnId id, size_t len, uint64_t now_us) {
+  Impl& m = *impl_;
+  m.now_us = now_us;
+  Impl::Conn* c = m.Get(id);
+  if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
+  if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
+  const uint32_t widx = (c->shead + c->sused) % c->scap;
+  if (len == 0 || len > m.SendSpaceOf(*c) || len > c->scap - widx) {
+    return last_send_status_ = SendStatus::kNoSpace;  // not what ReserveRecord gave
+  }
+  if (!m.AddRecord(*c)) return last_send_status_ = SendStatus::kTooManyRecords;
+  m.AppendRing(*c, nullptr, len);
+  m.TrySend(*c);
+  return last_send_status_ = SendStatus::kOk;
+}
+
 SendStatus TcpStack::SendZeroCopy(ConnId id, ByteSpan data, uint64_t cookie, uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;
@@ -2230,6 +2264,12 @@ uint32_t TcpStack::Emss(ConnId id) const {
 TcpState TcpStack::State(ConnId id) const {
   const Impl::Conn* c = impl_->Get(id);
   return c == nullptr ? TcpState::kClosed : c->state;
+}
+
+std::optional<uint64_t> TcpStack::BytesAcked(ConnId id) const {
+  const Impl::Conn* c = impl_->Get(id);
+  if (c == nullptr) return std::nullopt;
+  return c->counters.bytes_out;
 }
 
 bool TcpStack::GetConnection(ConnId id, TcpConnInfo* out) const {

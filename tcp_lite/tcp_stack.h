@@ -102,7 +102,8 @@ struct TcpOptions {
   // Delayed ACK (RFC 9293 3.8.6.3, RFC 5681 4.2): an ACK is sent at latest
   // this long after the first unacknowledged segment, and at once for every
   // second full-sized segment, out-of-order data or a filled hole. 0 acks
-  // every segment at once.
+  // every segment at once, or, inside BeginBurst/EndBurst, in-order data
+  // once at the burst's end.
   uint32_t delayed_ack_us = 200;
   bool nagle = false;  // RFC 9293 3.7.4; off: small writes go out at once
 
@@ -409,6 +410,15 @@ class TcpStack {
   // inside it unless the record is longer than the EMSS (then it is cut into
   // EMSS pieces, the first starting a segment). For MPA FPDUs (RFC 5044 6).
   SendStatus SendRecord(ConnId conn, ByteSpan record, uint64_t now_us);
+  // SendRecord without the copy: ReserveRecord returns `len` contiguous
+  // bytes at the end of the send buffer for the caller to write the record
+  // into, or an empty span when SendRecord would not take it now or the
+  // ring would wrap inside it (then call SendRecord, which also arranges
+  // OnSendSpace). The bytes join the stream only at CommitRecord(conn,
+  // len), which must follow with no other call on this stack in between;
+  // it returns what SendRecord would have.
+  MutableByteSpan ReserveRecord(ConnId conn, size_t len);
+  SendStatus CommitRecord(ConnId conn, size_t len, uint64_t now_us);
   // Zero-copy send of caller-owned bytes: `data` must stay valid and
   // unchanged until OnSendComplete(cookie). Also record-aligned as
   // SendRecord. All or nothing.
@@ -442,6 +452,10 @@ class TcpStack {
   // many were written. Total count: connection_count().
   size_t ListConnections(std::span<TcpConnInfo> out) const;
   bool GetConnection(ConnId conn, TcpConnInfo* out) const;
+  // Data bytes the peer acknowledged on `conn` (TcpConnInfo::bytes_out)
+  // without the rest of the snapshot, for a poll loop; nullopt for an
+  // invalid handle.
+  std::optional<uint64_t> BytesAcked(ConnId conn) const;
   size_t connection_count() const;
   const TcpStackStats& stats() const { return stats_; }
   const TcpOptions& options() const { return options_; }

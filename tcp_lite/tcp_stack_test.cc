@@ -342,6 +342,34 @@ TEST_F(StackTest, ZeroDelayedAckAcksEverySegment) {
   EXPECT_EQ(One().h.ack, Seq32(kPeerIsn + 11));
 }
 
+// delayed_ack_us 0 in a receive burst: in-order data is acknowledged once,
+// at the burst's end (the same poll), not once per segment; a lone segment
+// is not held past the burst.
+TEST_F(StackTest, ZeroDelayedAckInABurstAcksOnceAtItsEnd) {
+  TcpOptions o = BaseOptions();
+  o.delayed_ack_us = 0;
+  Make(o);
+  Accept();
+  uint32_t seq = kPeerIsn + 1;
+  stack_->BeginBurst();
+  for (uint8_t i = 0; i < 4; ++i) {
+    In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(102 + i, our_tsval_), Pattern(1448, i)));
+    seq += 1448;
+  }
+  EXPECT_TRUE(out_.Take().empty());
+  stack_->EndBurst(now_);
+  Wire a = One();
+  EXPECT_EQ(a.h.ack, Seq32(seq));
+  EXPECT_EQ(user_.data.size(), 4u * 1448);
+
+  stack_->BeginBurst();
+  In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(110, our_tsval_), Pattern(100, 5)));
+  EXPECT_TRUE(out_.Take().empty());
+  stack_->EndBurst(now_);
+  EXPECT_EQ(One().h.ack, Seq32(seq + 100));
+  EXPECT_EQ(stack_->stats().delayed_acks, 0u);  // no timer involved
+}
+
 TEST_F(StackTest, SendSegmentsWithinPeerWindowAndEmss) {
   Make();
   Accept();  // peer window 512 << 7 = 65536
@@ -411,6 +439,56 @@ TEST_F(StackTest, RecordAlignedSendsStartSegmentsAtRecords) {
   segs = out_.Take();
   ASSERT_FALSE(segs.empty());
   EXPECT_EQ(segs[0].payload.size(), 1448u);
+}
+
+// ReserveRecord/CommitRecord: the record is written in place in the send
+// buffer and goes out exactly as SendRecord would send it.
+TEST_F(StackTest, ReservedRecordsGoOutAsSentRecords) {
+  Make();
+  Accept();
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 5; ++i) {
+    const auto r = Pattern(1000, 40 + i);
+    all.insert(all.end(), r.begin(), r.end());
+    const MutableByteSpan dst = stack_->ReserveRecord(conn_, r.size());
+    ASSERT_EQ(dst.size(), r.size());
+    std::memcpy(dst.data(), r.data(), r.size());
+    ASSERT_EQ(stack_->CommitRecord(conn_, r.size(), now_), SendStatus::kOk);
+  }
+  auto segs = out_.Take();
+  ASSERT_GE(segs.size(), 5u);
+  uint32_t off = 0;
+  std::vector<uint8_t> got;
+  for (auto& seg : segs) {
+    EXPECT_EQ(off % 1000, 0u) << "segment starts inside a record at " << off;
+    off += static_cast<uint32_t>(seg.payload.size());
+    got.insert(got.end(), seg.payload.begin(), seg.payload.end());
+  }
+  EXPECT_EQ(got, all);
+  EXPECT_EQ(stack_->SendSpace(conn_), size_t{64 * 1024} - all.size());
+
+  // More than fits: nothing reserved, nothing committed, nothing queued.
+  EXPECT_TRUE(stack_->ReserveRecord(conn_, stack_->SendSpace(conn_) + 1).empty());
+  EXPECT_TRUE(stack_->ReserveRecord(conn_, 0).empty());
+  EXPECT_EQ(stack_->CommitRecord(conn_, stack_->SendSpace(conn_) + 1, now_), SendStatus::kNoSpace);
+  EXPECT_TRUE(out_.Take().empty());
+  EXPECT_TRUE(stack_->ReserveRecord(ConnId{}, 10).empty());
+}
+
+TEST_F(StackTest, BytesAckedFollowsTheAcknowledgedData) {
+  Make();
+  Accept();
+  EXPECT_EQ(stack_->BytesAcked(conn_), std::optional<uint64_t>(0));
+  const auto data = Pattern(1000, 3);
+  ASSERT_EQ(stack_->Send(conn_, ByteSpan(data), now_), 1000u);
+  ASSERT_FALSE(out_.Take().empty());
+  EXPECT_EQ(stack_->BytesAcked(conn_), std::optional<uint64_t>(0));  // sent, not acknowledged
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 + 600, 512, Ts(102, our_tsval_)));
+  EXPECT_EQ(stack_->BytesAcked(conn_), std::optional<uint64_t>(600));
+  TcpConnInfo info;
+  ASSERT_TRUE(stack_->GetConnection(conn_, &info));
+  EXPECT_EQ(info.bytes_out, 600u);
+  EXPECT_EQ(stack_->BytesAcked(ConnId{}), std::nullopt);
 }
 
 TEST_F(StackTest, ZeroCopySendCompletesWhenAcked) {

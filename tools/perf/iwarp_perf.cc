@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include <vector>
 
 #include "libiwarp/iwarp.h"
+#include "tools/perf/byte_wait.h"
 
 namespace {
 
@@ -260,20 +260,9 @@ void WaitEvent(Side* side, iwarp_event* ev, uint32_t type, int timeout_ms) {
   }
 }
 
-uint8_t LoadByte(const uint8_t* p) {
-  return std::atomic_ref<uint8_t>(*const_cast<uint8_t*>(p)).load(std::memory_order_acquire);
-}
-
 void WaitByte(const uint8_t* p, uint8_t want) {
-  uint64_t since = 0;
-  for (uint32_t spins = 0; LoadByte(p) != want; ++spins) {
-    if ((spins & 1023) == 1023) {
-      sched_yield();  // the daemon may share our core
-      if (since == 0) since = NowNs();
-      if (NowNs() - since > kIdleTimeoutMs * 1000000ull) {
-        Die(kExitFailed, "RDMA Write did not arrive within %d s", kIdleTimeoutMs / 1000);
-      }
-    }
+  if (!iwarp::perf::WaitForByte(p, want, kIdleTimeoutMs * 1000000ull)) {
+    Die(kExitFailed, "RDMA Write did not arrive within %d s", kIdleTimeoutMs / 1000);
   }
 }
 
@@ -876,5 +865,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "iwarp-perf: --crc/--markers act on the client's connect; the server "
                     "answers with its daemon's settings\n");
   }
+  iwarp::perf::LowerTimerSlack();  // WaitByte's naps
   return o.server ? RunServer(o) : RunClient(o);
 }
