@@ -14,6 +14,11 @@
  * requests and completions are the same on both. TCP and SCTP ports are
  * separate: a listener serves one transport, and a connect reaches only a
  * listener of its own transport (also for loopback QPs of one daemon).
+ * Over SCTP a Send or RDMA Write completes once SCTP took its last segment
+ * (from there on SCTP delivers it or the association ends and the QP fails);
+ * as on every iWARP transport, the completion frees the local buffer and says
+ * nothing about placement at the peer (a later Read Response or a Send from
+ * the peer does).
  *
  * Conventions: functions return 0 (or a count) on success and a negative
  * errno value on failure; iwarp_last_error() gives the daemon's explanation
