@@ -231,6 +231,7 @@ struct WireEngineStats {
   uint64_t requests_refused = 0; // no listener slot / pending slot / garbage
   uint64_t connections = 0;      // reached Full Operation
   uint64_t sctp_associations = 0;         // SCTP associations opened or accepted
+  uint64_t sctp_associations_active = 0;  // association records held now
   uint64_t sctp_associations_refused = 0; // no free association record
   uint64_t sctp_initiates_refused = 0;    // Initiates answered with Reject (no listener/slot, garbage, timeout)
 };

@@ -96,6 +96,8 @@ struct WireEngine::SctpState {
   std::vector<std::unique_ptr<SctpAssoc>> assocs;  // max_sctp_associations records
   std::vector<SctpRequest> requests;               // max_pending
   std::vector<WireEngine::SctpListener> listeners;  // max_listeners; never moved after Create
+  uint32_t live = 0;  // association records in use (PollSctp has nothing to do at 0)
+  std::atomic<uint64_t> live_stat{0};  // `live` for stats()
   // Written by the worker, read by stats() anywhere (relaxed).
   std::atomic<uint64_t> associations{0};
   std::atomic<uint64_t> associations_refused{0};
@@ -131,6 +133,7 @@ void WireEngine::SctpStats(WireEngineStats* out) const {
   auto r = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   out->requests += r(sctp_->requests_reported);
   out->sctp_associations = r(sctp_->associations);
+  out->sctp_associations_active = r(sctp_->live_stat);
   out->sctp_associations_refused = r(sctp_->associations_refused);
   out->sctp_initiates_refused = r(sctp_->initiates_refused);
 }
@@ -167,6 +170,8 @@ void WireEngine::AdoptSctp(std::unique_ptr<sctp::SctpAssociation> association,
     return;  // the handle goes: the association is aborted
   }
   Bump(sctp_->associations);
+  ++sctp_->live;
+  sctp_->live_stat.store(sctp_->live, std::memory_order_relaxed);
   association->set_events(a);
   a->handle = std::move(association);
   a->streams.set_association(&a->handle->ddp());
@@ -350,6 +355,8 @@ void WireEngine::HandleSctpCommand(const WireCommand& c) {
         return;
       }
       Bump(sctp_->associations);
+      ++sctp_->live;
+      sctp_->live_stat.store(sctp_->live, std::memory_order_relaxed);
       a->used = true;
       a->passive = false;
       a->down = false;
@@ -446,6 +453,7 @@ void WireEngine::ReleaseSctp(WireQpContext* qp) {
 // ---------------------------------------------------------------- poll
 
 uint32_t WireEngine::PollSctp() {
+  if (sctp_->live == 0) return 0;  // held Initiates need an association too
   uint32_t work = 0;
   // Unanswered Initiates are rejected (a peer cannot hold the slots).
   for (SctpRequest& r : sctp_->requests) {
@@ -483,6 +491,8 @@ uint32_t WireEngine::PollSctp() {
       a->streams.set_association(nullptr);
       a->handle.reset();  // aborts what is still alive
       a->used = false;
+      --sctp_->live;
+      sctp_->live_stat.store(sctp_->live, std::memory_order_relaxed);
       ++work;
     } else if (a->passive && !a->closing && now_us_ - a->since_us > options_.pending_timeout_us) {
       a->handle->ddp().Shutdown();  // nobody uses it any more

@@ -244,6 +244,7 @@ TEST_F(WireSctpTest, WriteReadSendOverSctpAreVerifiedFromZeroTo1MiB) {
   const WireEngineStats wa = worker_->engine(0)->stats();
   const WireEngineStats wb = worker_->engine(1)->stats();
   EXPECT_EQ(wa.sctp_associations, 1u);  // the client's own association
+  EXPECT_EQ(wa.sctp_associations_active, 1u);
   EXPECT_EQ(wb.sctp_associations, 1u);  // accepted by the listener
   EXPECT_EQ(wb.requests, 1u);
   EXPECT_EQ(wa.connections, 1u);
@@ -319,6 +320,16 @@ TEST_F(WireSctpTest, DisconnectEndsBothSidesAndFlushes) {
   c.qp = nullptr;
   ASSERT_EQ(iwarp_destroy_qp(s.qp), 0);
   s.qp = nullptr;
+  // Both ends let go of the association once it is down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (worker_->engine(0)->stats().sctp_associations_active != 0 ||
+          worker_->engine(1)->stats().sctp_associations_active != 0)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(worker_->engine(0)->stats().sctp_associations_active, 0u);
+  EXPECT_EQ(worker_->engine(1)->stats().sctp_associations_active, 0u);
+  EXPECT_EQ(worker_->engine(0)->stats().sctp_associations, 1u);
 }
 
 TEST_F(WireSctpTest, ConnectToAnSctpPortNobodyListensOnFails) {
