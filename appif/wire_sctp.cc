@@ -87,7 +87,7 @@ struct WireEngine::SctpListener final : sctp::AcceptHandler {
   uint16_t port = 0;
   std::unique_ptr<sctp::SctpListener> listener;
 
-  void OnAccept(std::unique_ptr<sctp::SctpAssociation> association) override {
+  void OnAssociationAccepted(std::unique_ptr<sctp::SctpAssociation> association) override {
     eng->AdoptSctp(std::move(association), id);
   }
 };

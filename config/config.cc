@@ -349,6 +349,7 @@ class Loader {
   bool ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool ReadService(const YAML::Node& item, const std::string& path);
   bool ReadIwarp(const YAML::Node& key, const YAML::Node& value, const std::string& path);
+  bool ReadSctp(const YAML::Node& key, const YAML::Node& value, const std::string& path);
   bool CheckTcpAndServices();
   bool CheckWhole();
 
@@ -371,6 +372,7 @@ class Loader {
   // tcp: and services: marks for the whole-document checks.
   std::map<std::string, YAML::Mark, std::less<>> tcp_marks_;
   std::map<std::string, YAML::Mark, std::less<>> iwarp_marks_;
+  std::map<std::string, YAML::Mark, std::less<>> sctp_marks_;
   struct ServiceMarks {
     YAML::Mark item;
     YAML::Mark name;
@@ -569,6 +571,8 @@ constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
 constexpr std::pair<absl::string_view, IwarpOp> kIwarpOpNames[] = {
     {"write", IwarpOp::kWrite}, {"read", IwarpOp::kRead}, {"send", IwarpOp::kSend},
     {"mixed", IwarpOp::kMixed}};
+constexpr std::pair<absl::string_view, IwarpTransport> kIwarpTransportNames[] = {
+    {"tcp", IwarpTransport::kTcp}, {"sctp", IwarpTransport::kSctp}};
 constexpr std::pair<absl::string_view, uint8_t> kRtrTypeNames[] = {
     {"send", kIwarpRtrSend}, {"write", kIwarpRtrWrite}, {"read", kIwarpRtrRead}};
 
@@ -1145,6 +1149,8 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
               {"count", note("count", Uint(&svc.count, {1, uint64_t{1} << 40}))},
               {"queue_depth", note("queue_depth", Uint(&svc.queue_depth, {1, 1024}))},
               {"verify", note("verify", Bool(&svc.verify))},
+              {"transport", note("transport", Enum(&svc.transport, kIwarpTransportNames))},
+              {"stream", note("stream", Uint(&svc.stream, {0, 65534}))},
           })) {
     return false;
   }
@@ -1168,6 +1174,8 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
       {"count", false, false, false, false, true},
       {"queue_depth", false, false, false, false, true},
       {"verify", false, false, false, false, true},
+      {"transport", false, false, false, true, true},
+      {"stream", false, false, false, false, true},
   };
   const absl::string_view type = NameOf(svc.type, kServiceTypeNames);
   for (absl::string_view k : given) {
@@ -1208,6 +1216,14 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
                     "a source needs remote: A.B.C.D, remote_port: N and bytes: N");
       }
     }
+  }
+  if (has("stream") && svc.transport != IwarpTransport::kSctp) {
+    return Fail(mark, Join(path, "stream"), "stream applies to transport: sctp only",
+                "add 'transport: sctp' or remove stream (TCP connections have no DDP streams)");
+  }
+  if (has("markers") && svc.markers && svc.transport == IwarpTransport::kSctp) {
+    return Fail(mark, Join(path, "markers"), "markers: true with transport: sctp",
+                "allowed: markers only over TCP (RFC 5043 has no MPA framing)");
   }
   if (svc.type == ServiceType::kIwarpClient) {
     for (absl::string_view k : {"remote", "remote_port"}) {
@@ -1266,6 +1282,35 @@ bool Loader::ReadIwarp(const YAML::Node& key, const YAML::Node& value, const std
       });
 }
 
+bool Loader::ReadSctp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
+  SctpConfig& c = config_.sctp;
+  auto marked = [this](absl::string_view name, Reader read) {
+    return [this, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      sctp_marks_[std::string(name)] = v.Mark();
+      return read(k, v, p);
+    };
+  };
+  return ReadSection(
+      key, value, path,
+      {
+          {"enabled", marked("enabled", Bool(&c.enabled))},
+          // RFC 5043 8: one DDP stream per SCTP stream pair.
+          {"streams", Uint(&c.streams, {1, 1024})},
+          {"send_buffer_bytes", Uint(&c.send_buffer_bytes, {16384, 64u << 20})},
+          {"receive_buffer_bytes", Uint(&c.receive_buffer_bytes, {16384, 64u << 20})},
+          {"tx_queue_packets", Uint(&c.tx_queue_packets, {16, 65536})},
+          // Kept within the DDP-SSN reorder window (1024, RFC 5043 10).
+          {"max_chunks_on_queue", Uint(&c.max_chunks_on_queue, {1, 1024})},
+          {"rto_initial_ms", marked("rto_initial_ms", Uint(&c.rto_initial_ms, {1, 600000}))},
+          {"rto_min_ms", marked("rto_min_ms", Uint(&c.rto_min_ms, {1, 600000}))},
+          {"rto_max_ms", marked("rto_max_ms", Uint(&c.rto_max_ms, {1, 600000}))},
+          {"delayed_sack_ms", Uint(&c.delayed_sack_ms, {1, 500})},
+          {"sack_frequency", Uint(&c.sack_frequency, {1, 64})},
+          {"max_peers", Uint(&c.max_peers, {1, 4096})},
+          {"max_associations", Uint(&c.max_associations, {1, 4096})},
+      });
+}
+
 bool Loader::CheckTcpAndServices() {
   const TcpConfig& t = config_.tcp;
   auto mark_of = [this](absl::string_view k) {
@@ -1296,7 +1341,7 @@ bool Loader::CheckTcpAndServices() {
                 "allowed: at most max_connections (half-open connections take a slot)");
   }
   std::map<std::string, size_t, std::less<>> names;
-  std::map<uint16_t, size_t> ports;
+  std::map<std::pair<IwarpTransport, uint16_t>, size_t> ports;
   size_t listeners = 0;
   for (size_t i = 0; i < config_.services.size(); ++i) {
     const ServiceConfig& svc = config_.services[i];
@@ -1310,13 +1355,32 @@ bool Loader::CheckTcpAndServices() {
     }
     if (svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient) continue;
     ++listeners;
-    auto [pit, pfresh] = ports.emplace(svc.port, i);
+    auto [pit, pfresh] = ports.emplace(std::make_pair(svc.transport, svc.port), i);
     if (!pfresh) {
       return Fail(service_marks_[i].port, p + ".port",
                   absl::StrCat("port ", svc.port, " is already used by service ",
                                Quote(config_.services[pit->second].name)),
                   "give every listening service its own port");
     }
+  }
+  // sctp: RFC 9260 15 / RFC 6298: min <= initial <= max.
+  const SctpConfig& sc = config_.sctp;
+  auto sctp_mark = [this](absl::string_view k) {
+    auto it = sctp_marks_.find(k);
+    return it != sctp_marks_.end() ? it->second : top_mark_;
+  };
+  if (sc.rto_min_ms > sc.rto_initial_ms || sc.rto_initial_ms > sc.rto_max_ms) {
+    return Fail(sctp_mark("rto_initial_ms"), "sctp.rto_initial_ms",
+                absl::StrCat(sc.rto_initial_ms, " is outside [", sc.rto_min_ms, ", ",
+                             sc.rto_max_ms, "]"),
+                "allowed: rto_min_ms <= rto_initial_ms <= rto_max_ms");
+  }
+  for (size_t i = 0; i < config_.services.size(); ++i) {
+    const ServiceConfig& svc = config_.services[i];
+    if (svc.transport != IwarpTransport::kSctp || sc.enabled) continue;
+    return Fail(service_marks_[i].item, absl::StrCat("services[", i, "].transport"),
+                "transport: sctp needs sctp.enabled: true",
+                "add 'sctp: {enabled: true}' or use transport: tcp");
   }
   if (!config_.services.empty() && !t.enabled) {
     return Fail(service_marks_[0].item, "services",
@@ -1605,6 +1669,8 @@ absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
            }},
           {"iwarp", [this](const YAML::Node& k, const YAML::Node& v,
                            const std::string& p) { return ReadIwarp(k, v, p); }},
+          {"sctp", [this](const YAML::Node& k, const YAML::Node& v,
+                          const std::string& p) { return ReadSctp(k, v, p); }},
       });
   if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
   return std::move(config_);
@@ -1732,6 +1798,11 @@ std::string_view ToString(SynCookies v) {
 std::string_view ToString(CongestionControl v) {
   absl::string_view n = NameOf(v, kCongestionControlNames);
   return {n.data(), n.size()};
+}
+
+std::string_view ToString(IwarpTransport v) {
+  absl::string_view n = NameOf(v, kIwarpTransportNames);
+  return std::string_view(n.data(), n.size());
 }
 
 std::string_view ToString(IwarpOp v) {
@@ -1968,7 +2039,9 @@ std::string FormatConfigYaml(const Config& c) {
       absl::StrAppend(&out, "    port: ", svc.port, "\n");
     }
     if (svc.type == ServiceType::kIwarpClient || svc.type == ServiceType::kIwarpResponder) {
-      absl::StrAppend(&out, "    crc: ", b(svc.crc), "\n    markers: ", b(svc.markers), "\n");
+      absl::StrAppend(&out, "    crc: ", b(svc.crc), "\n    markers: ", b(svc.markers),
+                      "\n    transport: ", NameOf(svc.transport, kIwarpTransportNames), "\n");
+      if (svc.stream >= 0) absl::StrAppend(&out, "    stream: ", svc.stream, "\n");
     } else if (svc.type != ServiceType::kEcho) {
       absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
     }
@@ -1988,6 +2061,16 @@ std::string FormatConfigYaml(const Config& c) {
                   "\n  rq_depth: ", w.rq_depth, "\n  cq_depth: ", w.cq_depth,
                   "\n  scratch_bytes: ", w.scratch_bytes, "\n  recv_buffers: ", w.recv_buffers,
                   "\n  recv_buffer_bytes: ", w.recv_buffer_bytes, "\n");
+  const SctpConfig& sc = c.sctp;
+  absl::StrAppend(&out, "sctp:\n  enabled: ", b(sc.enabled), "\n  streams: ", sc.streams,
+                  "\n  send_buffer_bytes: ", sc.send_buffer_bytes,
+                  "\n  receive_buffer_bytes: ", sc.receive_buffer_bytes,
+                  "\n  tx_queue_packets: ", sc.tx_queue_packets,
+                  "\n  max_chunks_on_queue: ", sc.max_chunks_on_queue,
+                  "\n  rto_initial_ms: ", sc.rto_initial_ms, "\n  rto_min_ms: ", sc.rto_min_ms,
+                  "\n  rto_max_ms: ", sc.rto_max_ms, "\n  delayed_sack_ms: ", sc.delayed_sack_ms,
+                  "\n  sack_frequency: ", sc.sack_frequency, "\n  max_peers: ", sc.max_peers,
+                  "\n  max_associations: ", sc.max_associations, "\n");
   return out;
 }
 

@@ -238,6 +238,10 @@ enum class ServiceType { kEcho, kSink, kSource, kIwarpResponder, kIwarpClient };
 // iwarp_client workload. mixed: message i is op (i mod 3) of write, read, send.
 enum class IwarpOp { kWrite, kRead, kSend, kMixed };
 
+// Lower layer of the iwarp_* services: TCP + MPA (RFC 5044) or SCTP with the
+// RFC 5043 adaptation (needs sctp.enabled; runs on worker 0).
+enum class IwarpTransport { kTcp, kSctp };
+
 struct ServiceConfig {
   std::string name;
   ServiceType type = ServiceType::kEcho;
@@ -258,6 +262,13 @@ struct ServiceConfig {
   uint64_t count = 1;             // messages
   uint32_t queue_depth = 1;       // messages outstanding at once
   bool verify = true;             // write: read each message back and compare
+  // iwarp_responder, iwarp_client: tcp or sctp (port / remote_port are then
+  // SCTP ports).
+  IwarpTransport transport = IwarpTransport::kTcp;
+  // iwarp_client over sctp: the DDP stream (SCTP stream id) of its QP; -1 =
+  // the next stream no earlier client to the same remote:remote_port took.
+  // Clients naming the same remote and remote_port share one association.
+  int32_t stream = -1;
 
   friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
 };
@@ -290,6 +301,28 @@ struct IwarpConfig {
   friend bool operator==(const IwarpConfig&, const IwarpConfig&) = default;
 };
 
+// ---- RDMA over SCTP (sctp:) ---------------------------------------------------
+// usrsctp (AF_CONN) hosted on worker 0; IPv4 protocol 132 to our addresses
+// goes to it (steered to worker 0 from other workers). The path MTU is the
+// smallest port MTU. Defaults are sctp::AssociationConfig's / HostConfig's.
+struct SctpConfig {
+  bool enabled = false;  // false: protocol 132 is dropped as ipv4_unknown_protocol
+  uint16_t streams = 8;                      // DDP streams per association (in == out)
+  uint32_t send_buffer_bytes = 256 * 1024;   // SO_SNDBUF per association
+  uint32_t receive_buffer_bytes = 256 * 1024;  // SO_RCVBUF per association
+  uint32_t tx_queue_packets = 1024;          // outbound packets queued between loop drains
+  uint32_t max_chunks_on_queue = 512;        // usrsctp DATA chunks queued per association
+  uint32_t rto_initial_ms = 3000;            // RFC 9260 15
+  uint32_t rto_min_ms = 1000;
+  uint32_t rto_max_ms = 60000;
+  uint32_t delayed_sack_ms = 10;
+  uint32_t sack_frequency = 2;
+  uint32_t max_peers = 64;                   // remote addresses at once
+  uint32_t max_associations = 256;
+
+  friend bool operator==(const SctpConfig&, const SctpConfig&) = default;
+};
+
 struct Config {
   int version = kSchemaVersion;
   std::string source;  // file the config came from ("<string>" for tests)
@@ -305,6 +338,7 @@ struct Config {
   TcpConfig tcp;
   std::vector<ServiceConfig> services;
   IwarpConfig iwarp;
+  SctpConfig sctp;
 
   friend bool operator==(const Config&, const Config&) = default;
 };
@@ -327,6 +361,7 @@ std::string_view ToString(SynCookies s);
 std::string_view ToString(CongestionControl c);
 std::string_view ToString(ServiceType t);
 std::string_view ToString(IwarpOp o);
+std::string_view ToString(IwarpTransport t);
 std::string FormatIpv4(uint32_t host_order_addr);
 
 // Multi-line human summary of a loaded config, for the start-up log. Every

@@ -91,6 +91,78 @@ TEST(ConfigLoad, ReferenceExampleSetsEveryKey) {
   EXPECT_EQ(c->workers.lcores, (std::vector<uint32_t>{1, 2}));
 }
 
+TEST(ConfigLoad, SctpSectionAndTransport) {
+  absl::StatusOr<Config> r = LoadConfigFile(ExamplesDir() + "/reference.yaml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->sctp.enabled);
+  EXPECT_EQ(r->sctp.streams, 8u);
+  bool responder = false, client = false;
+  for (const ServiceConfig& s : r->services) {
+    if (s.transport != IwarpTransport::kSctp) continue;
+    responder |= s.type == ServiceType::kIwarpResponder && s.port == 5043;
+    client |= s.type == ServiceType::kIwarpClient && s.stream == 0;
+  }
+  EXPECT_TRUE(responder);
+  EXPECT_TRUE(client);
+  const std::string kBase =
+      "version: 1\nports: [{name: p, vdev: net_null0}]\n"
+      "interfaces: [{port: p, ipv4: 198.18.0.1/24}]\nworkers: {lcores: [1]}\n";
+  absl::StatusOr<Config> c = LoadConfigString(
+      kBase + "sctp: {enabled: true, streams: 16, send_buffer_bytes: 1048576,"
+              " receive_buffer_bytes: 65536, tx_queue_packets: 64, max_chunks_on_queue: 1024,"
+              " rto_initial_ms: 300, rto_min_ms: 100, rto_max_ms: 900, delayed_sack_ms: 1,"
+              " sack_frequency: 1, max_peers: 3, max_associations: 5}\n"
+              "services:\n  - {name: c, type: iwarp_client, transport: sctp, stream: 3,"
+              " remote: 198.18.0.2, remote_port: 5043}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->sctp.streams, 16u);
+  EXPECT_EQ(c->sctp.send_buffer_bytes, 1048576u);
+  EXPECT_EQ(c->sctp.receive_buffer_bytes, 65536u);
+  EXPECT_EQ(c->sctp.tx_queue_packets, 64u);
+  EXPECT_EQ(c->sctp.max_chunks_on_queue, 1024u);
+  EXPECT_EQ(c->sctp.rto_initial_ms, 300u);
+  EXPECT_EQ(c->sctp.rto_min_ms, 100u);
+  EXPECT_EQ(c->sctp.rto_max_ms, 900u);
+  EXPECT_EQ(c->sctp.delayed_sack_ms, 1u);
+  EXPECT_EQ(c->sctp.sack_frequency, 1u);
+  EXPECT_EQ(c->sctp.max_peers, 3u);
+  EXPECT_EQ(c->sctp.max_associations, 5u);
+  EXPECT_EQ(c->services[0].transport, IwarpTransport::kSctp);
+  EXPECT_EQ(c->services[0].stream, 3);
+  // The effective config round-trips.
+  absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  again->source = c->source;
+  EXPECT_EQ(*again, *c);
+
+  // Errors name the place and the fix.
+  auto err = [&](const std::string& yaml) {
+    absl::StatusOr<Config> e = LoadConfigString(kBase + yaml);
+    return e.ok() ? std::string("ok") : std::string(e.status().message());
+  };
+  EXPECT_EQ(err("services:\n  - {name: r, type: iwarp_responder, transport: sctp, port: 1}\n"),
+            "<string>:6:5: services[0].transport: transport: sctp needs sctp.enabled: true; "
+            "add 'sctp: {enabled: true}' or use transport: tcp");
+  EXPECT_NE(err("sctp: {enabled: true}\nservices:\n  - {name: r, type: iwarp_responder,"
+                " port: 1, stream: 2}\n")
+                .find("services[0].stream: stream does not apply to type iwarp_responder"),
+            std::string::npos);
+  EXPECT_NE(err("sctp: {enabled: true}\nservices:\n  - {name: c, type: iwarp_client,"
+                " remote: 198.18.0.2, remote_port: 1, stream: 2}\n")
+                .find("stream applies to transport: sctp only"),
+            std::string::npos);
+  EXPECT_NE(err("sctp: {enabled: true, rto_min_ms: 500, rto_initial_ms: 100}\n")
+                .find("sctp.rto_initial_ms: 100 is outside [500, 60000]"),
+            std::string::npos);
+  EXPECT_NE(err("sctp: {streams: 0}\n").find("sctp.streams"), std::string::npos);
+  EXPECT_NE(err("sctp: {enable: true}\n").find("did you mean 'enabled'"), std::string::npos);
+  // TCP and SCTP responders may share a port number.
+  EXPECT_EQ(err("sctp: {enabled: true}\nservices:\n"
+                "  - {name: a, type: iwarp_responder, port: 7}\n"
+                "  - {name: b, type: iwarp_responder, transport: sctp, port: 7}\n"),
+            "ok");
+}
+
 TEST(ConfigLoad, EveryValueRead) {
   absl::StatusOr<Config> c = LoadConfigString(
       "version: 1\n"
@@ -238,7 +310,7 @@ TEST(ConfigErrors, FileNameAppearsInErrors) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
             path + ":2:1: portz: unknown key; allowed keys: version, eal, ports, interfaces, "
-                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp (did you mean 'ports'?)");
+                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp (did you mean 'ports'?)");
   std::remove(path.c_str());
 }
 
@@ -300,10 +372,10 @@ TEST(ConfigErrors, Version) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   EXPECT_EQ(Error2("telemetri: {}\n"),
             "t.yaml:7:1: telemetri: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp (did you mean 'telemetry'?)");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp (did you mean 'telemetry'?)");
   EXPECT_EQ(Error2("zzz: 1\n"),
             "t.yaml:7:1: zzz: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -666,7 +738,7 @@ TEST(ConfigErrors, AppInterface) {
 TEST(ConfigErrors, HostileTextIsEscaped) {
   EXPECT_EQ(Error2("\"bad\\nkey\": 1\n"),
             "t.yaml:7:1: bad\\nkey: unknown key; allowed keys: version, eal, ports, "
-            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp");
+            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp");
   std::string msg = Error2("logging: {level: \"" + std::string(100, 'x') + "\\u0001\"}\n");
   EXPECT_EQ(msg, "t.yaml:7:18: logging.level: '" + std::string(48, 'x') +
                      "...' is not a known value; allowed: error, warning, notice, info, debug");

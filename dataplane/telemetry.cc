@@ -513,6 +513,45 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
   return 0;
 }
 
+// /iwarpd/sctp: worker 0's SCTP endpoint (usrsctp host counters, endpoint
+// counters, associations, DDP session counters of the live associations).
+int SctpCommand(const char*, const char*, rte_tel_data* d) {
+  ViewPin pin;
+  const TelemetryView* v = pin.get();
+  if (v == nullptr) return -EAGAIN;
+  std::lock_guard<std::mutex> lock(g_snapshot_mu);
+  const TcpSnapshot* s =
+      v->workers.empty() ? nullptr : v->workers[0]->RequestTcpSnapshot(kSnapshotTimeoutMs);
+  rte_tel_data_start_dict(d);
+  const bool on = s != nullptr && s->sctp.enabled;
+  rte_tel_data_add_dict_string(d, "enabled", on ? "yes" : "no");
+  if (!on) return 0;
+  const TcpSnapshot::Sctp& o = s->sctp;
+  rte_tel_data_add_dict_u64(d, "lcore", v->lcores.empty() ? 0 : v->lcores[0]);
+  rte_tel_data_add_dict_u64(d, "associations", o.associations);
+  rte_tel_data_add_dict_u64(d, "associations_up", o.associations_up);
+  rte_tel_data_add_dict_u64(d, "peers", o.peers);
+  rte_tel_data_add_dict_u64(d, "outbound_pending", o.outbound_pending);
+  for (size_t i = 0; i < o.host.size(); ++i) {
+    const std::string_view n = sctp::HostCounterName(static_cast<sctp::HostCounter>(i));
+    rte_tel_data_add_dict_u64(d, std::string(n).c_str(), o.host[i]);
+  }
+  for (size_t i = 0; i < o.endpoint.size(); ++i) {
+    const std::string_view n = sctp::EndpointCounterName(static_cast<sctp::EndpointCounter>(i));
+    rte_tel_data_add_dict_u64(d, std::string(n).c_str(), o.endpoint[i]);
+  }
+  for (size_t i = 0; i < o.ddp.size(); ++i) {
+    const std::string_view n = sctp::DdpCounterName(static_cast<sctp::DdpCounter>(i));
+    rte_tel_data_add_dict_u64(d, std::string(n).c_str(), o.ddp[i]);
+  }
+  for (size_t i = 0; i < o.ends.size(); ++i) {
+    const std::string key =
+        "sctp_stream_end_" + std::string(sctp::StreamEndName(static_cast<sctp::StreamEnd>(i)));
+    rte_tel_data_add_dict_u64(d, key.c_str(), o.ends[i]);
+  }
+  return 0;
+}
+
 }  // namespace
 
 absl::Status RegisterTelemetryCommands() {
@@ -551,6 +590,12 @@ absl::Status RegisterTelemetryCommands() {
         "/iwarpd/app", AppCommand,
         "libiwarp sessions: QPs, MRs, STags, registered bytes, work requests, bytes moved. "
         "No parameters.");
+  }
+  if (rc == 0) {
+    rc = rte_telemetry_register_cmd(
+        "/iwarpd/sctp", SctpCommand,
+        "RDMA over SCTP (worker 0): usrsctp, endpoint and DDP session counters, "
+        "associations. No parameters.");
   }
   if (rc != 0) return absl::InternalError(absl::StrCat("telemetry registration failed: ", rc));
   return absl::OkStatus();

@@ -35,6 +35,7 @@ L3Options ToL3Options(const config::Config& cfg) {
   L3Options o{cfg.arp.cache_entries, cfg.arp.timeout_s, cfg.arp.pending_packets,
               cfg.arp.retry_ms};
   o.deliver_tcp = cfg.tcp.enabled;
+  o.deliver_sctp = cfg.sctp.enabled;
   return o;
 }
 
@@ -187,7 +188,41 @@ absl::Status Worker::Init() {
   }
   cycles_per_ms_ = std::max<uint64_t>(1, rte_get_timer_hz() / 1000);
   hz_ = std::max<uint64_t>(1, rte_get_timer_hz());
+  if (absl::Status st = InitSctp(); !st.ok()) return st;
   return InitTcp();
+}
+
+absl::Status Worker::InitSctp() {
+  if (!cfg_.sctp.enabled || index_ != 0 || local_addrs_.empty()) return absl::OkStatus();
+  const config::SctpConfig& c = cfg_.sctp;
+  const uint32_t mtu = tcp_mtu_ == 0 ? 1500 : tcp_mtu_;
+  sctp::EndpointConfig ec;
+  ec.local_ip = local_addrs_[0].addr;
+  ec.host.max_packet = mtu - kIpv4MinHeaderLen;
+  ec.host.tx_queue_packets = c.tx_queue_packets;
+  ec.host.max_chunks_on_queue = c.max_chunks_on_queue;
+  ec.association.streams = c.streams;
+  ec.association.path_mtu = mtu;
+  ec.association.send_buffer = c.send_buffer_bytes;
+  ec.association.receive_buffer = c.receive_buffer_bytes;
+  ec.association.rto_initial_ms = c.rto_initial_ms;
+  ec.association.rto_min_ms = c.rto_min_ms;
+  ec.association.rto_max_ms = c.rto_max_ms;
+  ec.association.delayed_sack_ms = c.delayed_sack_ms;
+  ec.association.sack_frequency = c.sack_frequency;
+  ec.max_peers = c.max_peers;
+  ec.max_associations = c.max_associations;
+  ec.max_listeners = static_cast<uint32_t>(cfg_.services.size()) + 8;
+  // Created on the control thread before the lcore starts; from then on
+  // only this worker's loop calls into it (the launch orders the two).
+  absl::StatusOr<std::unique_ptr<sctp::SctpEndpoint>> ep = sctp::SctpEndpoint::Create(ec);
+  if (!ep.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker on lcore ", lcore_, ": sctp: ", ep.status().message()));
+  }
+  sctp_ = std::move(*ep);
+  sctp_services_ = std::make_unique<SctpServiceHost>(sctp_.get(), c.streams);
+  return absl::OkStatus();
 }
 
 absl::Status Worker::InitTcp() {
@@ -211,8 +246,10 @@ absl::Status Worker::InitTcp() {
   for (const config::ServiceConfig& sc : cfg_.services) {
     const bool active =
         sc.type == config::ServiceType::kSource || sc.type == config::ServiceType::kIwarpClient;
-    // A source runs once, on worker 0; listeners run on every worker.
-    if (active && index_ != 0) {
+    // A source runs once, on worker 0; listeners run on every worker, but
+    // SCTP services live with the SCTP endpoint on worker 0.
+    const bool over_sctp = sc.transport == config::IwarpTransport::kSctp;
+    if ((active || over_sctp) && index_ != 0) {
       services_.push_back(nullptr);
       iwarp_services_.push_back(nullptr);
       continue;
@@ -226,8 +263,9 @@ absl::Status Worker::InitTcp() {
     IwarpService* iwarp = nullptr;
     if (sc.type == config::ServiceType::kIwarpResponder ||
         sc.type == config::ServiceType::kIwarpClient) {
-      absl::StatusOr<std::unique_ptr<IwarpService>> s = IwarpService::Create(
-          sc, cfg_.iwarp, tcp_.get(), &clock_, cfg_.tcp.max_connections, local_ip);
+      absl::StatusOr<std::unique_ptr<IwarpService>> s =
+          IwarpService::Create(sc, cfg_.iwarp, tcp_.get(), &clock_, cfg_.tcp.max_connections,
+                               local_ip, over_sctp ? sctp_services_.get() : nullptr);
       if (!s.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("service ", sc.name, " on lcore ", lcore_, ": ", s.status().message()));
@@ -256,6 +294,9 @@ absl::Status Worker::InitTcp() {
     wo.max_pending = 64;
     wo.stag_capacity = cfg_.app_interface.stag_table_size;
     wo.event_depth = 2048;
+    // RDMA over SCTP for applications: worker 0's endpoint (nullptr unless
+    // sctp.enabled); created before the engine and destroyed after it.
+    wo.sctp = sctp_.get();
     absl::StatusOr<std::unique_ptr<appif::WireEngine>> w = appif::WireEngine::Create(wo, *tcp_);
     if (!w.ok()) {
       return absl::InvalidArgumentError(
@@ -320,6 +361,63 @@ bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
   return true;
 }
 
+uint32_t Worker::SourceFor(uint32_t dst_ip) const {
+  for (const InterfaceAddress& a : local_addrs_) {
+    if (a.Contains(dst_ip)) return a.addr;
+  }
+  return local_addrs_.empty() ? 0 : local_addrs_[0].addr;
+}
+
+bool Worker::EmitDatagram(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan payload) {
+  const size_t total = kEthHeaderLen + kIpv4MinHeaderLen + payload.size();
+  rte_mempool* pool = tx_.empty() ? nullptr : pool_[tx_[0].port_id];
+  rte_mbuf* m = pool != nullptr ? rte_pktmbuf_alloc(pool) : nullptr;
+  if (m == nullptr) {
+    stats_->Drop(DropReason::kNoMbuf);
+    return false;
+  }
+  uint8_t* f = total <= UINT16_MAX
+                   ? reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(total)))
+                   : nullptr;
+  if (f == nullptr) {
+    rte_pktmbuf_free(m);
+    stats_->Drop(DropReason::kNoMbuf);
+    return false;
+  }
+  // MACs are written once the next hop is known (TransmitResolved).
+  std::memset(f, 0, kEthTypeOffset);
+  StoreBe16(f + kEthTypeOffset, kEtherTypeIpv4);
+  WriteIpv4Header(MutableByteSpan(f + kEthHeaderLen, kIpv4MinHeaderLen), proto, src_ip, dst_ip,
+                  static_cast<uint16_t>(payload.size()), ip_id_++);
+  std::memcpy(f + kEthHeaderLen + kIpv4MinHeaderLen, payload.data(), payload.size());
+  NextHop nh;
+  switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
+    case ResolveResult::kResolved:
+      TransmitResolved(m, nh.port, nh.src_mac, nh.dst_mac);
+      break;
+    case ResolveResult::kQueued:   // sent when ARP answers
+    case ResolveResult::kDropped:  // freed and counted; SCTP retransmits
+      break;
+  }
+  return true;
+}
+
+uint32_t Worker::DrainSctp() {
+  // usrsctp filled its queue inside Input / Poll / the services' sends; the
+  // packets become IPv4 datagrams here, outside every usrsctp callback.
+  class Sink final : public sctp::DatagramSink {
+   public:
+    explicit Sink(Worker* w) : w_(w) {}
+    void Transmit(uint32_t dst_ip, ByteSpan packet) override {
+      w_->EmitDatagram(kIpProtoSctp, w_->SourceFor(dst_ip), dst_ip, packet);
+    }
+
+   private:
+    Worker* w_;
+  } sink(this);
+  return static_cast<uint32_t>(sctp_->Drain(sink));
+}
+
 uint32_t Worker::PollTcp(uint64_t now_ms) {
   if (tcp_ == nullptr) return 0;
   tcp_->RunTimers(clock_.now_us);
@@ -330,6 +428,28 @@ uint32_t Worker::PollTcp(uint64_t now_ms) {
 }
 
 void Worker::FillTcpSnapshot() {
+  if (sctp_ != nullptr) {
+    TcpSnapshot::Sctp& o = snapshot_.sctp;
+    o.enabled = true;
+    for (size_t i = 0; i < o.host.size(); ++i) o.host[i] = sctp_->host_counter(static_cast<sctp::HostCounter>(i));
+    for (size_t i = 0; i < o.endpoint.size(); ++i) {
+      o.endpoint[i] = sctp_->counter(static_cast<sctp::EndpointCounter>(i));
+    }
+    for (size_t i = 0; i < o.ddp.size(); ++i) {
+      o.ddp[i] = sctp_->ddp_total(static_cast<sctp::DdpCounter>(i));
+    }
+    for (size_t i = 0; i < o.ends.size(); ++i) {
+      o.ends[i] = sctp_->ends_total(static_cast<sctp::StreamEnd>(i));
+    }
+    o.associations = 0;
+    o.associations_up = 0;
+    sctp_->ForEachAssociation([&o](const sctp::SctpAssociation& a) {
+      ++o.associations;
+      if (a.ddp().state() == sctp::DdpAssociation::State::kUp) ++o.associations_up;
+    });
+    o.peers = sctp_->peers();
+    o.outbound_pending = sctp_->outbound_pending();
+  }
   if (tcp_ == nullptr) return;
   snapshot_.stats = tcp_->stats();
   snapshot_.conn_count = tcp_->ListConnections(snapshot_.conns);
@@ -505,6 +625,23 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
     rte_pktmbuf_free(m);
     return;
   }
+  if (a.kind == RxAction::Kind::kLocalSctp) {
+    if (sctp_ != nullptr) {
+      sctp_->Input(a.src_ip, ByteSpan(frame.data() + a.l4_offset, a.l4_length));
+    } else if (!steered && index_ != 0 && !peer_steer_rings_.empty()) {
+      // All usrsctp calls happen on worker 0 (ARCHITECTURE.md, SCTP row).
+      if (rte_ring_mp_enqueue(peer_steer_rings_[0], m) != 0) {
+        stats_->Drop(DropReason::kSteerRingFull);
+      } else {
+        stats_->steered_out.Add();
+        return;
+      }
+    } else {
+      stats_->Drop(DropReason::kIpv4UnknownProtocol);  // no SCTP endpoint here
+    }
+    rte_pktmbuf_free(m);
+    return;
+  }
   if (a.kind != RxAction::Kind::kTransmit) {
     rte_pktmbuf_free(m);
     return;
@@ -597,7 +734,12 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   for (ImpairmentStage* stage : impair_stages_) {
     if (stage->held() != 0) stage->Poll(now_ms);
   }
+  // SCTP: timers, accepts and association events (which run the QPs'
+  // receive side), then the services (PollTcp) post and send, then every
+  // queued packet leaves.
+  if (sctp_ != nullptr) sctp_->Poll(now_ms);
   work += PollTcp(now_ms);
+  if (sctp_ != nullptr) work += DrainSctp();
   // A telemetry request: answer from this lcore, which owns the stack.
   const uint64_t request = snapshot_request_.load(std::memory_order_acquire);
   if (request != snapshot_served_) {

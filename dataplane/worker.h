@@ -31,6 +31,7 @@
 #include "dataplane/impair/impairment.h"
 #include "dataplane/services/iwarp_services.h"
 #include "dataplane/services/tcp_services.h"
+#include "sctp/endpoint.h"
 #include "tcp_lite/tcp_stack.h"
 #include "dataplane/l3/stats.h"
 #include "dataplane/port.h"
@@ -71,6 +72,19 @@ struct TcpSnapshot {
   std::vector<Service> services;         // same order as config services
   size_t qp_count = 0;                   // valid entries of qps
   std::vector<IwarpQpInfo> qps;          // iWARP QPs with a connection, all services
+  // RDMA over SCTP (worker 0 with sctp.enabled).
+  struct Sctp {
+    bool enabled = false;
+    std::array<uint64_t, static_cast<size_t>(sctp::HostCounter::kCount)> host{};
+    std::array<uint64_t, static_cast<size_t>(sctp::EndpointCounter::kCount)> endpoint{};
+    // DDP session counters and stream ends, every association so far.
+    std::array<uint64_t, static_cast<size_t>(sctp::DdpCounter::kCount)> ddp{};
+    std::array<uint64_t, static_cast<size_t>(sctp::StreamEnd::kCount)> ends{};
+    uint64_t associations = 0;     // tracked now
+    uint64_t associations_up = 0;  // of those, up for DDP
+    uint64_t peers = 0;            // remote addresses with an AF_CONN link
+    uint64_t outbound_pending = 0;
+  } sctp;
 };
 
 class Worker final : public L3Sink, public tcp::TcpOutput {
@@ -118,6 +132,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // nullptr otherwise. Polled by this worker every loop; the control thread
   // reaches it only through its rings (appif/wire_engine.h).
   appif::WireEngine* wire_engine() { return wire_.get(); }
+  // The process's SCTP endpoint (sctp/endpoint.h): worker 0 only, when
+  // sctp.enabled; nullptr otherwise. Every call into it must come from this
+  // worker's lcore (from inside its loop); it is polled and drained every
+  // loop iteration, and SCTP packets other workers receive are steered here.
+  sctp::SctpEndpoint* sctp_endpoint() { return sctp_.get(); }
 
   const L3Stack& stack() const { return stack_; }
   // Frames the impairment stages of this worker hold (delay, reorder).
@@ -180,6 +199,13 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   void FlushAll();
   void DrainRings();
   absl::Status InitTcp();
+  absl::Status InitSctp();
+  // Sends every SCTP packet the endpoint queued as an IPv4 datagram.
+  uint32_t DrainSctp();
+  // Ethernet + IPv4 (protocol `proto`) around `payload` in a fresh mbuf, next
+  // hop through L3Stack::Resolve; false if no mbuf (counted).
+  bool EmitDatagram(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan payload);
+  uint32_t SourceFor(uint32_t dst_ip) const;
   // Timers, services and the wire engine; returns the wire engine's work
   // (application QPs count as activity: no idle sleep while they move data).
   uint32_t PollTcp(uint64_t now_ms);
@@ -221,6 +247,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   uint64_t hz_ = 1;
   uint16_t ip_id_ = 0;
   std::unique_ptr<tcp::IsnGenerator> isn_;
+  // SCTP (worker 0, sctp.enabled). Declared before the wire engine and the
+  // services: destroyed after every association and listener they hold.
+  std::unique_ptr<sctp::SctpEndpoint> sctp_;
+  std::unique_ptr<SctpServiceHost> sctp_services_;
   // Declared before tcp_: destroyed after the stack, which may still hold
   // its listeners and connection proxies.
   std::unique_ptr<appif::WireEngine> wire_;

@@ -343,5 +343,66 @@ TEST_F(WorkerImpairTest, RxDropAndTxDuplicateAndDelayOnMbufs) {
   EXPECT_EQ(FreeMbufs(), free_before);
 }
 
+// RDMA over SCTP on real workers: worker 0 hosts the endpoint; SCTP frames
+// another worker receives are steered to it; its packets leave as IPv4
+// datagrams once ARP resolved the peer. One test: usrsctp is one stack per
+// process.
+class WorkerSctpTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    cfg_.sctp.enabled = true;
+    WorkerTest::SetUp();
+  }
+};
+
+TEST_F(WorkerSctpTest, SctpIsSteeredToWorkerZeroAndSentAfterArp) {
+  ASSERT_NE(workers_[0]->sctp_endpoint(), nullptr);
+  EXPECT_EQ(workers_[1]->sctp_endpoint(), nullptr);
+  sctp::SctpEndpoint& ep = *workers_[0]->sctp_endpoint();
+  const unsigned free_before = FreeMbufs();
+  const uint64_t now = workers_[0]->NowMs();
+  // An SCTP packet with a good CRC32c, received by worker 1: steered to
+  // worker 0, where nothing listens and no association knows the sender.
+  std::vector<uint8_t> pkt(32, 0);
+  StoreBe16(pkt.data(), 5000);
+  StoreBe16(pkt.data() + 2, 5043);
+  sctp::SctpFillCrc(MutableByteSpan(pkt));
+  testing::Ipv4Fields ip;
+  ip.protocol = 132;
+  rte_mbuf* m = Mbuf(testing::Ipv4Frame(ip, pkt, ports_[0].mac));
+  workers_[1]->ReceiveBurst(&m, 1, now);
+  EXPECT_EQ(stats_[1].steered_out.Get(), 1u);
+  EXPECT_EQ(ep.counter(sctp::EndpointCounter::kRxNoPeer), 0u);
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(stats_[0].steered_in.Get(), 1u);
+  EXPECT_EQ(ep.counter(sctp::EndpointCounter::kRxNoPeer), 1u);
+  // Received by worker 0 itself: handled there.
+  m = Mbuf(testing::Ipv4Frame(ip, pkt, ports_[0].mac));
+  workers_[0]->ReceiveBurst(&m, 1, now);
+  EXPECT_EQ(ep.counter(sctp::EndpointCounter::kRxNoPeer), 2u);
+  EXPECT_EQ(stats_[0].Dropped(DropReason::kIpv4UnknownProtocol), 0u);
+
+  // An active open: the INIT waits for ARP, then leaves as protocol 132.
+  auto a = ep.Connect(kPeerIp, 5043, nullptr);
+  ASSERT_TRUE(a.ok()) << a.status();
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(ep.host_counter(sctp::HostCounter::kTxPackets), 1u);
+  EXPECT_EQ(stats_[0].arp_requests_out.Get(), 1u);
+  EXPECT_EQ(workers_[0]->stack().pending_packets(kPeerIp), 1u);
+  const uint64_t tx_before = stats_[0].tx_packets.Get();
+  const uint64_t bytes_before = stats_[0].tx_bytes.Get();
+  rte_mbuf* reply =
+      Mbuf(testing::ArpFrame(2, ports_[0].mac, kPeerMac, kPeerIp, ports_[0].mac, kOurIp));
+  workers_[0]->ReceiveBurst(&reply, 1, now);
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(stats_[0].tx_packets.Get(), tx_before + 1);
+  // Ethernet + IPv4 + the SCTP packet usrsctp queued (an INIT: common header
+  // and at least the 20-byte INIT chunk).
+  EXPECT_GE(stats_[0].tx_bytes.Get() - bytes_before, 14u + 20u + 12u + 20u);
+  a->reset();
+  workers_.clear();  // the endpoint and the worker's queues go
+  EXPECT_EQ(FreeMbufs(), free_before);
+}
+
 }  // namespace
 }  // namespace iwarp::dataplane

@@ -24,6 +24,14 @@ std::string_view EndpointCounterName(EndpointCounter c) {
 // ---- SctpAssociation -----------------------------------------------------------
 
 SctpAssociation::~SctpAssociation() {
+  if (endpoint_ != nullptr && ddp_ != nullptr) {
+    for (size_t i = 0; i < endpoint_->ended_ddp_.size(); ++i) {
+      endpoint_->ended_ddp_[i] += ddp_->counter(static_cast<DdpCounter>(i));
+    }
+    for (size_t i = 0; i < endpoint_->ended_ends_.size(); ++i) {
+      endpoint_->ended_ends_[i] += ddp_->ends(static_cast<StreamEnd>(i));
+    }
+  }
   ddp_.reset();  // ABORT if still alive
   if (endpoint_ != nullptr) endpoint_->Untrack(this);
 }
@@ -196,7 +204,7 @@ void SctpEndpoint::Poll(uint64_t now_ms) {
       }
       a->endpoint_ = this;
       Count(EndpointCounter::kAccepts);
-      l->handler_->OnAccept(std::move(a));
+      l->handler_->OnAssociationAccepted(std::move(a));
       if (listeners_[i] != l) break;  // the handler closed the listener
     }
   }
@@ -229,6 +237,22 @@ bool SctpEndpoint::Track(SctpAssociation* a) {
   assocs_.push_back(a);  // within the reserved capacity
   ++live_associations_;
   return true;
+}
+
+uint64_t SctpEndpoint::ddp_total(DdpCounter c) const {
+  uint64_t n = ended_ddp_[static_cast<size_t>(c)];
+  for (const SctpAssociation* a : assocs_) {
+    if (a != nullptr && a->ddp_ != nullptr) n += a->ddp_->counter(c);
+  }
+  return n;
+}
+
+uint64_t SctpEndpoint::ends_total(StreamEnd e) const {
+  uint64_t n = ended_ends_[static_cast<size_t>(e)];
+  for (const SctpAssociation* a : assocs_) {
+    if (a != nullptr && a->ddp_ != nullptr) n += a->ddp_->ends(e);
+  }
+  return n;
 }
 
 void SctpEndpoint::Untrack(SctpAssociation* a) {

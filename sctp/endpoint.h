@@ -153,7 +153,7 @@ class AcceptHandler {
   // Called from Poll() once the SCTP handshake completed (before the
   // association's OnAssociationUp). Keep the handle and call set_events()
   // now, or let it go (it is aborted).
-  virtual void OnAccept(std::unique_ptr<SctpAssociation> association) = 0;
+  virtual void OnAssociationAccepted(std::unique_ptr<SctpAssociation> association) = 0;
 };
 
 // A listening SCTP port (all remote addresses). Destroying it stops
@@ -167,8 +167,8 @@ class SctpListener {
 
  private:
   friend class SctpEndpoint;
-  SctpListener(SctpEndpoint* endpoint, uint16_t port, AcceptHandler* handler)
-      : endpoint_(endpoint), port_(port), handler_(handler) {}
+  SctpListener(SctpEndpoint* endpoint, uint16_t port, AcceptHandler* accept_handler)
+      : endpoint_(endpoint), port_(port), handler_(accept_handler) {}
   SctpEndpoint* endpoint_;
   uint16_t port_;
   AcceptHandler* handler_;
@@ -219,6 +219,10 @@ class SctpEndpoint {
   uint64_t counter(EndpointCounter c) const { return counters_[static_cast<size_t>(c)]; }
   uint64_t host_counter(HostCounter c) const { return host_->counter(c); }
   size_t associations() const { return live_associations_; }
+  // DDP session counters and stream ends summed over every association the
+  // endpoint tracked, ended ones included.
+  uint64_t ddp_total(DdpCounter c) const;
+  uint64_t ends_total(StreamEnd e) const;
   size_t peers() const { return peer_count_; }
   const EndpointConfig& config() const { return config_; }
   UsrsctpHost& host() { return *host_; }
@@ -259,6 +263,9 @@ class SctpEndpoint {
   size_t live_associations_ = 0;
   std::vector<SctpListener*> listeners_;  // capacity max_listeners; null = free slot
   std::array<uint64_t, static_cast<size_t>(EndpointCounter::kCount)> counters_{};
+  // Of associations no longer tracked (added when their handle goes).
+  std::array<uint64_t, static_cast<size_t>(DdpCounter::kCount)> ended_ddp_{};
+  std::array<uint64_t, static_cast<size_t>(StreamEnd::kCount)> ended_ends_{};
 };
 
 }  // namespace iwarp::sctp

@@ -96,7 +96,7 @@ struct Acceptor : AcceptHandler {
   std::vector<std::unique_ptr<SctpAssociation>> accepted;
   std::vector<std::unique_ptr<Events>> events;
   bool auto_accept = true;
-  void OnAccept(std::unique_ptr<SctpAssociation> a) override {
+  void OnAssociationAccepted(std::unique_ptr<SctpAssociation> a) override {
     auto ev = std::make_unique<Events>();
     ev->assoc = a.get();
     ev->auto_accept = auto_accept;
@@ -206,7 +206,7 @@ TEST(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
 TEST(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
   struct Dropper : AcceptHandler {
     std::unique_ptr<SctpAssociation> kept;
-    void OnAccept(std::unique_ptr<SctpAssociation> a) override { kept = std::move(a); }
+    void OnAssociationAccepted(std::unique_ptr<SctpAssociation> a) override { kept = std::move(a); }
   } keeper;
   auto listener = g_ep->Listen(7101, &keeper);
   ASSERT_TRUE(listener.ok()) << listener.status();

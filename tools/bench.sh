@@ -19,6 +19,11 @@
 #          round trips, each next to the kernel TCP stack over a veth pair
 #          (same MTU, same bytes and pattern) with the ratio (root, hugepages;
 #          tools/iwarp_perf_bench.py)
+#        tools/bench.sh sctp [--count-4k N] [--count-64k N] [--count-send N]
+#          RDMA over SCTP (RFC 5043) against iWARP over TCP/MPA through the same
+#          two iwarpd daemons over net_memif: RDMA Write goodput at 4 KiB and
+#          64 KiB and 64-byte Send message rate, with ratios (root, hugepages;
+#          tools/sctp_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -37,6 +42,12 @@ if [ "${1:-}" = iwarp ]; then
   shift
   ninja -C build-release dataplane/iwarpd tools/iwarpctl
   exec python3 tools/iwarp_bench.py --iwarpd build-release/dataplane/iwarpd \
+    --iwarpctl build-release/tools/iwarpctl "$@"
+fi
+if [ "${1:-}" = sctp ]; then
+  shift
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl
+  exec python3 tools/sctp_bench.py --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl "$@"
 fi
 if [ "${1:-}" = iwarp-perf ]; then

@@ -35,7 +35,7 @@ using iwarp::tools::JsonValue;
 
 constexpr char kUsage[] =
     "usage: iwarpctl [--prefix FILE_PREFIX | --socket PATH] [--json]\n"
-    "                stats|ports|tcp|connections|services|app|qps\n"
+    "                stats|ports|tcp|connections|services|app|qps|sctp\n"
     "\n"
     "  stats     per worker lcore and total: packets, bytes, ARP, ICMP and impairment\n"
     "            counters, drops by named reason (reasons with a zero total are not\n"
@@ -54,6 +54,9 @@ constexpr char kUsage[] =
     "  qps       iWARP QPs of the iwarp_responder / iwarp_client services: state,\n"
     "            negotiated MPA revision, CRC, Markers, IRD/ORD, RTR, FPDUs, bytes,\n"
     "            CRC errors and the Terminates sent and received\n"
+    "  sctp      RDMA over SCTP on worker 0: associations (tracked, up), peers,\n"
+    "            usrsctp packet counters (CRC drops, queue), endpoint counters and\n"
+    "            the DDP session counters of the live associations\n"
     "  --prefix  the daemon's eal.file_prefix (default: iwarpd)\n"
     "  --socket  the telemetry socket path (default: DPDK's runtime directory for\n"
     "            the prefix, e.g. /var/run/dpdk/iwarpd/dpdk_telemetry.v2 for root)\n"
@@ -96,7 +99,7 @@ int main(int argc, char** argv) {
     } else if (a == "--socket" && i + 1 < argc) {
       socket_path = argv[++i];
     } else if ((a == "stats" || a == "ports" || a == "tcp" || a == "connections" ||
-                a == "services" || a == "app" || a == "qps") &&
+                a == "services" || a == "app" || a == "qps" || a == "sctp") &&
                command.empty()) {
       command = a;
     } else {
@@ -229,6 +232,15 @@ int main(int argc, char** argv) {
   if (command == "services") return finish(iwarp::tools::FormatServices(body));
   if (command == "app") return finish(iwarp::tools::FormatApp(body));
   if (command == "qps") return finish(iwarp::tools::FormatQps(body));
+  if (command == "sctp") {
+    // One "name value" line per field, in the daemon's order.
+    std::string out;
+    for (const iwarp::tools::JsonMember& m : body.object) {
+      absl::StrAppend(&out, m.key, " ",
+                      m.value.is_uint ? absl::StrCat(m.value.uint_value) : m.value.string, "\n");
+    }
+    return finish(out);
+  }
   absl::StatusOr<std::string> text = iwarp::tools::FormatStats(body);
   if (command == "stats" && text.ok()) {
     // The TCP table follows the packet counters.

@@ -29,6 +29,7 @@ inline constexpr uint16_t kIpv4FragOffsetMask = 0x1fff;
 inline constexpr uint8_t kIpProtoIcmp = 1;
 inline constexpr uint8_t kIpProtoTcp = 6;
 inline constexpr uint8_t kIpProtoUdp = 17;
+inline constexpr uint8_t kIpProtoSctp = 132;
 
 // TTL of datagrams we originate (RFC 1700 default).
 inline constexpr uint8_t kDefaultTtl = 64;

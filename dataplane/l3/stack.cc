@@ -136,9 +136,11 @@ RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame) {
   }
   // RFC 1122 3.2.1.7: a host MUST NOT discard a datagram addressed to it
   // because its TTL is below 2, so TTL is not checked on local delivery.
-  if (h.protocol == kIpProtoTcp && options_.deliver_tcp) {
+  const bool tcp = h.protocol == kIpProtoTcp && options_.deliver_tcp;
+  const bool sctp = h.protocol == kIpProtoSctp && options_.deliver_sctp;
+  if (tcp || sctp) {
     RxAction a;
-    a.kind = RxAction::Kind::kLocalTcp;
+    a.kind = tcp ? RxAction::Kind::kLocalTcp : RxAction::Kind::kLocalSctp;
     a.l4_offset = static_cast<uint16_t>(kEthHeaderLen + h.header_len);
     a.l4_length = static_cast<uint16_t>(h.total_len - h.header_len);
     a.src_ip = h.src;
@@ -146,7 +148,7 @@ RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame) {
     return a;
   }
   if (h.protocol != kIpProtoIcmp) {
-    // UDP (and TCP with deliver_tcp off) has no engine here.
+    // UDP (and TCP / SCTP with their delivery off) has no engine here.
     return Drop(DropReason::kIpv4UnknownProtocol);
   }
 

@@ -48,6 +48,9 @@ struct L3Options {
   // Hand TCP datagrams to our addresses to the caller (RxAction::kLocalTcp);
   // false drops them as ipv4_unknown_protocol.
   bool deliver_tcp = false;
+  // Hand SCTP datagrams (IPv4 protocol 132) to our addresses to the caller
+  // (RxAction::kLocalSctp); false drops them as ipv4_unknown_protocol.
+  bool deliver_sctp = false;
 };
 
 // An opaque packet the caller owns (an mbuf in the data plane).
@@ -81,14 +84,17 @@ struct RxAction {
     // frame[l4_offset, l4_offset + l4_length); IPv4 is validated. The caller
     // passes it to its TCP stack and frees the frame.
     kLocalTcp,
+    // An SCTP packet (protocol 132) to one of our addresses (deliver_sctp),
+    // laid out as for kLocalTcp. The caller hands it to its SCTP endpoint.
+    kLocalSctp,
   };
   Kind kind = Kind::kDrop;
   DropReason reason = DropReason::kNone;
   uint16_t tx_length = 0;
-  uint16_t l4_offset = 0;   // kLocalTcp
-  uint16_t l4_length = 0;   // kLocalTcp
-  uint32_t src_ip = 0;      // kLocalTcp, host order
-  uint32_t dst_ip = 0;      // kLocalTcp, host order
+  uint16_t l4_offset = 0;   // kLocalTcp, kLocalSctp
+  uint16_t l4_length = 0;   // kLocalTcp, kLocalSctp
+  uint32_t src_ip = 0;      // kLocalTcp, kLocalSctp; host order
+  uint32_t dst_ip = 0;      // kLocalTcp, kLocalSctp; host order
 };
 
 struct NextHop {

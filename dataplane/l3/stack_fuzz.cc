@@ -58,6 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckingSink sink;
   L3Options options{8, 1, 2, 10};
   options.deliver_tcp = size % 2 == 0;
+  options.deliver_sctp = size % 3 == 0;
   L3Stack stack(std::span<const L3Port>(&kPort, 1), options, &stats, &sink);
 
   // The input is the frame; its first bytes also steer a few resolutions.
@@ -84,6 +85,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case RxAction::Kind::kLocalTcp:
       // The segment lies inside the frame.
       if (!options.deliver_tcp || a.l4_offset < 34 ||
+          size_t{a.l4_offset} + a.l4_length > size) {
+        __builtin_trap();
+      }
+      break;
+    case RxAction::Kind::kLocalSctp:
+      if (!options.deliver_sctp || a.l4_offset < 34 ||
           size_t{a.l4_offset} + a.l4_length > size) {
         __builtin_trap();
       }

@@ -280,6 +280,29 @@ TEST_F(StackTest, TcpIsDeliveredLocallyOnlyWhenEnabled) {
   EXPECT_EQ(Handle(other).reason, DropReason::kIpv4NotForUs);
 }
 
+TEST_F(StackTest, SctpIsDeliveredLocallyOnlyWhenEnabled) {
+  Ipv4Fields ip;
+  ip.protocol = 132;
+  std::vector<uint8_t> pkt(28, 0x5c);
+  auto f = Ipv4Frame(ip, pkt);
+  RxAction a = Handle(f);
+  EXPECT_EQ(a.kind, RxAction::Kind::kDrop);
+  EXPECT_EQ(a.reason, DropReason::kIpv4UnknownProtocol);
+
+  L3Options o{1024, 300, 4, 1000};
+  o.deliver_sctp = true;  // TCP stays off: a TCP segment is still dropped
+  Reset(o);
+  a = Handle(f);
+  ASSERT_EQ(a.kind, RxAction::Kind::kLocalSctp);
+  EXPECT_EQ(a.l4_offset, 14 + 20);
+  EXPECT_EQ(a.l4_length, 28);
+  EXPECT_EQ(a.src_ip, kPeerIp);
+  EXPECT_EQ(a.dst_ip, kOurIp);
+  ip.protocol = 6;
+  auto tcp = Ipv4Frame(ip, pkt);
+  EXPECT_EQ(Handle(tcp).reason, DropReason::kIpv4UnknownProtocol);
+}
+
 TEST_F(StackTest, ResolveHitsCacheWithoutQueueing) {
   auto req = ArpFrame(1, MacAddr::Broadcast(), kPeerMac, kPeerIp, MacAddr{}, kOurIp);
   Handle(req, 0);

@@ -39,6 +39,136 @@ bool Failed(const Completion& c) {
   return c.status != WcStatus::kSuccess && c.status != WcStatus::kFlushed;
 }
 
+tcp::FourTuple SctpTuple(uint32_t local_ip, uint16_t local_port, uint32_t remote_ip,
+                         uint16_t remote_port) {
+  tcp::FourTuple t;
+  t.local_addr = local_ip;
+  t.local_port = local_port;
+  t.remote_addr = remote_ip;
+  t.remote_port = remote_port;
+  return t;
+}
+
+// One accepted association of an SCTP responder: its streams, with QPs from
+// the responder's pool on some of them.
+class ResponderAssociation final : public sctp::DdpLlpEvents {
+ public:
+  ResponderAssociation(std::unique_ptr<sctp::SctpAssociation> a, uint16_t streams)
+      : assoc_(std::move(a)), streams_(streams) {
+    streams_.set_association(&assoc_->ddp());
+    assoc_->set_events(this);
+  }
+  ~ResponderAssociation() override { streams_.set_association(nullptr); }
+  engine::SctpStreams& streams() { return streams_; }
+  const sctp::SctpAssociation& assoc() const { return *assoc_; }
+  bool down() const { return down_; }
+
+  void OnAssociationDown() override {
+    down_ = true;
+    streams_.OnAssociationDown();
+  }
+  void OnInitiate(uint16_t s, ByteSpan pd) override { streams_.OnInitiate(s, pd); }
+  void OnAccepted(uint16_t s, ByteSpan pd) override { streams_.OnAccepted(s, pd); }
+  void OnRejected(uint16_t s, ByteSpan pd) override { streams_.OnRejected(s, pd); }
+  void OnStreamEnded(uint16_t s, sctp::StreamEnd why) override { streams_.OnStreamEnded(s, why); }
+  void OnSegment(uint16_t s, ByteSpan seg) override { streams_.OnSegment(s, seg); }
+
+ private:
+  std::unique_ptr<sctp::SctpAssociation> assoc_;
+  engine::SctpStreams streams_;
+  bool down_ = false;
+};
+
+}  // namespace
+
+// An association iwarp_clients share (see SctpServiceHost).
+class SharedSctpAssociation final : public sctp::DdpLlpEvents {
+ public:
+  SharedSctpAssociation(SctpServiceHost* host, uint32_t remote, uint16_t port)
+      : host_(host), remote_(remote), port_(port), streams_(host->streams()) {}
+  ~SharedSctpAssociation() override { streams_.set_association(nullptr); }
+
+  uint32_t remote() const { return remote_; }
+  uint16_t port() const { return port_; }
+  // A client's stream: `wanted`, or the lowest one no earlier client took
+  // (-1 when none is left). Two clients naming one stream: the second one's
+  // QP is refused (SctpStreams::CreateQp) and its run fails.
+  int32_t TakeStream(int32_t wanted) {
+    if (wanted < 0) {
+      for (int32_t s = 0; s < host_->streams(); ++s) {
+        if (!Taken(s)) {
+          wanted = s;
+          break;
+        }
+      }
+      if (wanted < 0) return -1;
+    }
+    taken_.push_back(wanted);
+    return wanted;
+  }
+  void AddUser() { ++users_; }
+  // Opens the association (first caller); later calls do nothing.
+  absl::Status Start() {
+    if (assoc_ != nullptr || down_) return absl::OkStatus();
+    absl::StatusOr<std::unique_ptr<sctp::SctpAssociation>> a =
+        host_->endpoint().Connect(remote_, port_, this);
+    if (!a.ok()) {
+      down_ = true;
+      return a.status();
+    }
+    assoc_ = std::move(*a);
+    streams_.set_association(&assoc_->ddp());
+    return absl::OkStatus();
+  }
+  // A client is done with its stream: the last one shuts the association
+  // down gracefully (SCTP SHUTDOWN, RFC 9260 9.2).
+  void Release() {
+    if (users_ > 0 && --users_ == 0 && assoc_ != nullptr && !down_) assoc_->ddp().Shutdown();
+  }
+  bool up() const { return up_ && !down_; }
+  bool down() const { return down_; }
+  engine::SctpStreams& streams() { return streams_; }
+  const sctp::SctpAssociation* assoc() const { return assoc_.get(); }
+
+  void OnAssociationUp() override { up_ = true; }
+  void OnAssociationDown() override {
+    down_ = true;
+    streams_.OnAssociationDown();
+  }
+  void OnInitiate(uint16_t s, ByteSpan pd) override { streams_.OnInitiate(s, pd); }
+  void OnAccepted(uint16_t s, ByteSpan pd) override { streams_.OnAccepted(s, pd); }
+  void OnRejected(uint16_t s, ByteSpan pd) override { streams_.OnRejected(s, pd); }
+  void OnStreamEnded(uint16_t s, sctp::StreamEnd why) override { streams_.OnStreamEnded(s, why); }
+  void OnSegment(uint16_t s, ByteSpan seg) override { streams_.OnSegment(s, seg); }
+
+ private:
+  SctpServiceHost* host_;
+  uint32_t remote_;
+  uint16_t port_;
+  engine::SctpStreams streams_;
+  bool Taken(int32_t s) const { return std::find(taken_.begin(), taken_.end(), s) != taken_.end(); }
+
+  std::unique_ptr<sctp::SctpAssociation> assoc_;
+  std::vector<int32_t> taken_;  // streams given to clients (control path)
+  uint32_t users_ = 0;
+  bool up_ = false;
+  bool down_ = false;
+};
+
+SctpServiceHost::SctpServiceHost(sctp::SctpEndpoint* endpoint, uint16_t streams)
+    : endpoint_(endpoint), streams_(streams) {}
+SctpServiceHost::~SctpServiceHost() = default;
+
+SharedSctpAssociation* SctpServiceHost::Shared(uint32_t remote, uint16_t port) {
+  for (auto& a : shared_) {
+    if (a->remote() == remote && a->port() == port) return a.get();
+  }
+  shared_.push_back(std::make_unique<SharedSctpAssociation>(this, remote, port));
+  return shared_.back().get();
+}
+
+namespace {
+
 // ---------------------------------------------------------------- responder
 
 class Responder;
@@ -56,11 +186,14 @@ class ResponderObserver final : public engine::QpObserver {
   Responder* r_;
 };
 
-class Responder final : public IwarpService {
+class Responder final : public IwarpService, private sctp::AcceptHandler {
  public:
   Responder(const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
-            const ServiceClock* clock, uint32_t max_connections)
+            const ServiceClock* clock, uint32_t max_connections, SctpServiceHost* sctp,
+            uint32_t local_ip)
       : IwarpService(cfg, stack, clock, max_connections),
+        sctp_(sctp),
+        local_ip_(local_ip),
         iw_(iw),
         options_(IwarpQpOptions(iw, cfg)),
         memory_(2 * iw.qps_per_service + 1),
@@ -100,7 +233,16 @@ class Responder final : public IwarpService {
       pd.recv_buffer_bytes = iw_.recv_buffer_bytes;
       pd.recv_buffers = iw_.recv_buffers;
       EncodeResponderPd(pd, MutableByteSpan(s.pd, sizeof(s.pd)));
+      if (sctp_ != nullptr) continue;  // armed when an association arrives
       if (absl::Status st = Arm(s); !st.ok()) return st;
+    }
+    if (sctp_ != nullptr) {
+      absl::StatusOr<std::unique_ptr<sctp::SctpListener>> l =
+          sctp_->endpoint().Listen(cfg_.port, this);
+      if (!l.ok()) return l.status();
+      sctp_listener_ = std::move(*l);
+      assocs_.reserve(slots_.size());
+      return absl::OkStatus();
     }
     return listener_.Listen(cfg_.port);
   }
@@ -110,6 +252,7 @@ class Responder final : public IwarpService {
     const uint64_t now_us = clock_->now_us;
     for (Slot& s : slots_) {
       if (s.qp == nullptr) {
+        if (sctp_ != nullptr && (s.assoc == nullptr || s.assoc->down())) continue;
         // A replacement failed earlier: try again (control path, rare).
         if (!Arm(s).ok()) continue;
       }
@@ -117,6 +260,7 @@ class Responder final : public IwarpService {
       DrainCompletions(s);
       if (s.ended && !s.qp->conn().valid()) Finish(s);
     }
+    if (sctp_ != nullptr) ReapAssociations();
   }
 
   // Finish() moves a QP's counters into finished_ and drops it, so every QP
@@ -125,6 +269,7 @@ class Responder final : public IwarpService {
     for (const Slot& s : slots_) {
       if (s.qp != nullptr) AddQpStats(out, s.qp->stats());
     }
+    for (const auto& a : assocs_) out->initiates_refused += a->streams().initiates_refused();
   }
 
   size_t ListQps(std::span<IwarpQpInfo> out) const override {
@@ -146,7 +291,7 @@ class Responder final : public IwarpService {
     if (s == nullptr) return engine::AcceptDecision{false, {}};
     s->attached = true;
     tcp::TcpConnInfo info;
-    if (stack_->GetConnection(qp.conn(), &info)) {
+    if (sctp_ == nullptr && stack_->GetConnection(qp.conn(), &info)) {
       s->tuple = info.tuple;
       Open(qp.conn(), info.tuple);
       s->opened = qp.conn();
@@ -166,6 +311,8 @@ class Responder final : public IwarpService {
  private:
   struct Slot {
     std::unique_ptr<Qp> qp;
+    ResponderAssociation* assoc = nullptr;  // sctp: the association the slot serves
+    uint16_t stream = 0;                    // sctp: its DDP stream
     uint32_t scratch_stag = 0;
     uint32_t recv_stag = 0;
     uint32_t pd_id = 0;  // protection domain of the slot's QP and regions
@@ -191,7 +338,9 @@ class Responder final : public IwarpService {
   absl::Status Arm(Slot& s) {
     engine::QpOptions o = options_;
     o.pd = s.pd_id;
-    absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(o, *stack_, memory_, observer_);
+    absl::StatusOr<std::unique_ptr<Qp>> qp =
+        s.assoc != nullptr ? s.assoc->streams().CreateQp(s.stream, o, memory_, observer_)
+                           : Qp::Create(o, *stack_, memory_, observer_);
     if (!qp.ok()) {
       ++finished_.qp_recycle_failed;
       return qp.status();
@@ -207,6 +356,10 @@ class Responder final : public IwarpService {
     s.free_count = 0;
     s.deficit = 0;
     for (uint32_t k = iw_.recv_buffers; k < buffers_; ++k) s.free[s.free_count++] = k;
+    if (s.assoc != nullptr) {
+      s.tuple = SctpTuple(local_ip_, cfg_.port, s.assoc->assoc().remote_ip(), 0);
+      return absl::OkStatus();  // passive on its stream (RFC 5043 6.2)
+    }
     if (!listener_.AddQp(s.qp.get())) {
       return absl::ResourceExhaustedError("iwarp responder: listener pool full");
     }
@@ -313,15 +466,66 @@ class Responder final : public IwarpService {
     }
     s.qp.reset();
     ++finished_.qps_recycled;
+    // sctp: a fresh QP on the same stream while the association lives;
+    // otherwise the slot returns to the pool (ReapAssociations).
+    if (sctp_ != nullptr && (s.assoc == nullptr || s.assoc->down())) {
+      s.assoc = nullptr;
+      return;
+    }
     (void)Arm(s);  // on failure retried from Poll
   }
 
+  // sctp::AcceptHandler (inside SctpEndpoint::Poll, before the
+  // association's first event): QPs on its streams 0, 1, ... from the free
+  // slots, so they exist before the peer can initiate.
+  void OnAssociationAccepted(std::unique_ptr<sctp::SctpAssociation> a) override {
+    ++finished_.associations;
+    auto entry = std::make_unique<ResponderAssociation>(std::move(a), sctp_->streams());
+    uint16_t stream = 0;
+    for (Slot& s : slots_) {
+      if (stream >= sctp_->streams()) break;
+      if (s.qp != nullptr || s.assoc != nullptr) continue;
+      s.assoc = entry.get();
+      s.stream = stream++;
+      if (!Arm(s).ok()) s.assoc = nullptr;
+    }
+    assocs_.push_back(std::move(entry));
+  }
+
+  // Ended associations whose QPs are gone are freed (outside their events).
+  void ReapAssociations() {
+    for (size_t i = 0; i < assocs_.size();) {
+      ResponderAssociation* a = assocs_[i].get();
+      bool used = false;
+      for (Slot& s : slots_) {
+        if (s.assoc != a) continue;
+        if (s.qp == nullptr && a->down()) {
+          s.assoc = nullptr;
+        } else {
+          used = true;
+        }
+      }
+      if (!a->down() || used) {
+        ++i;
+        continue;
+      }
+      finished_.initiates_refused += a->streams().initiates_refused();
+      assocs_.erase(assocs_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+
+  SctpServiceHost* const sctp_;  // transport: sctp, else nullptr
+  const uint32_t local_ip_;
   const config::IwarpConfig iw_;
   const engine::QpOptions options_;
   DaemonMemory memory_;
   ResponderObserver observer_;
   engine::Listener listener_;
   const uint32_t buffers_;  // receive buffers per QP: posted + spare
+  // sctp: accepted associations; declared before slots_ so that their
+  // streams outlive the QPs on them.
+  std::unique_ptr<sctp::SctpListener> sctp_listener_;
+  std::vector<std::unique_ptr<ResponderAssociation>> assocs_;
   std::vector<Slot> slots_;
 };
 
@@ -340,8 +544,10 @@ void ResponderObserver::OnTerminate(Qp&, const rdmap::TerminateCode& code, bool 
 class Client final : public IwarpService, private engine::QpObserver {
  public:
   Client(const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
-         const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip)
+         const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip,
+         SctpServiceHost* sctp)
       : IwarpService(cfg, stack, clock, max_connections),
+        sctp_(sctp),
         options_(IwarpQpOptions(iw, cfg)),
         local_ip_(local_ip),
         memory_(4),
@@ -365,6 +571,19 @@ class Client final : public IwarpService, private engine::QpObserver {
     src_ = memory_.Bytes(src_stag_);
     dst_ = memory_.Bytes(dst_stag_);
     FillPattern(0, src_);
+    if (sctp_ != nullptr) {
+      // The QP is made on the shared association's stream once it is up.
+      shared_ = sctp_->Shared(cfg_.remote, cfg_.remote_port);
+      stream_ = shared_->TakeStream(cfg_.stream);
+      if (stream_ < 0 || stream_ >= sctp_->streams()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "service ", cfg_.name, ": DDP stream ", stream_, " is beyond sctp.streams (",
+            sctp_->streams(), ")"));
+      }
+      shared_->AddUser();
+      tuple_ = SctpTuple(local_ip_, 0, cfg_.remote, cfg_.remote_port);
+      return absl::OkStatus();
+    }
     absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(options_, *stack_, memory_, *this);
     if (!qp.ok()) return qp.status();
     qp_ = std::move(*qp);
@@ -378,6 +597,23 @@ class Client final : public IwarpService, private engine::QpObserver {
       if (first_poll_ms_ == UINT64_MAX) first_poll_ms_ = now_ms;
       if (now_ms - first_poll_ms_ < cfg_.start_delay_ms) return;
       result_.started = true;
+      if (sctp_ != nullptr) {
+        const bool first = shared_->assoc() == nullptr;
+        if (!shared_->Start().ok()) {
+          ++counters_.connect_failed;
+          End(false);
+          Release();
+          return;
+        }
+        if (first) ++finished_.associations;
+      }
+    }
+    if (sctp_ != nullptr) {
+      PollSctp(now_ms, now_us);
+      return;
+    }
+    if (!tcp_started_) {
+      tcp_started_ = true;
       // No private data of our own; the span points at a real (unused) byte
       // because Qp::Connect copies it with memcpy even when it is empty.
       if (!qp_->Connect(local_ip_, cfg_.remote, cfg_.remote_port, ByteSpan(&no_pd_, 0), now_us)
@@ -411,6 +647,60 @@ class Client final : public IwarpService, private engine::QpObserver {
     if (qp_ != nullptr) AddQpStats(out, qp_->stats());
   }
 
+  // transport: sctp. The QP is created on our stream once the shared
+  // association is up (RFC 5043 11.1: the peer indicated DDP) and opens its
+  // session with Initiate; the rest is the TCP client's run.
+  void PollSctp(uint64_t now_ms, uint64_t now_us) {
+    if (qp_ == nullptr && !result_.finished) {
+      if (shared_->down()) {
+        ++counters_.connect_failed;
+        End(false);
+      } else if (shared_->up()) {
+        absl::StatusOr<std::unique_ptr<Qp>> qp = shared_->streams().CreateQp(
+            static_cast<uint16_t>(stream_), options_, memory_, *this);
+        if (!qp.ok() || !(*qp)->ConnectLlp(ByteSpan(&no_pd_, 0), now_us).ok()) {
+          ++counters_.connect_failed;
+          if (qp.ok()) qp_ = std::move(*qp);
+          End(false);
+        } else {
+          qp_ = std::move(*qp);
+          if (const sctp::SctpAssociation* a = shared_->assoc()) {
+            tuple_ = SctpTuple(local_ip_, 0, a->remote_ip(), a->remote_port());
+          }
+        }
+      }
+    }
+    if (qp_ != nullptr) {
+      qp_->Poll(now_us);
+      Completion cqe[kCqBatch];
+      for (;;) {
+        const size_t n = qp_->PollCompletions(std::span<Completion>(cqe));
+        for (size_t i = 0; i < n; ++i) Handle(cqe[i]);
+        if (n < kCqBatch) break;
+      }
+      if (running_) Advance(now_us);
+      // A rejected or failed session may end without a disconnect event.
+      if ((disconnected_ || qp_->state() == QpState::kError) && !result_.finished) End(false);
+    }
+    // Done with the stream once its session is over both ways (our
+    // Terminate answered: RFC 5043 6.2), or 2 s after the run ended.
+    if (result_.finished && !released_) {
+      if (finished_ms_ == 0) finished_ms_ = std::max<uint64_t>(1, now_ms);
+      const sctp::SctpAssociation* a = shared_->assoc();
+      const bool qp_done = qp_ == nullptr || qp_->state() == QpState::kError ||
+                           qp_->state() == QpState::kIdle;
+      const bool stream_idle = a == nullptr || shared_->down() ||
+                               a->ddp().StreamIdle(static_cast<uint16_t>(stream_));
+      if ((qp_done && stream_idle) || now_ms - finished_ms_ >= 2000) Release();
+    }
+  }
+
+  void Release() {
+    if (released_ || shared_ == nullptr) return;
+    released_ = true;
+    shared_->Release();
+  }
+
   IwarpRunResult run_result() const override { return result_; }
 
   size_t ListQps(std::span<IwarpQpInfo> out) const override {
@@ -437,7 +727,7 @@ class Client final : public IwarpService, private engine::QpObserver {
   void OnEstablished(Qp& qp, ByteSpan pd) override {
     ++finished_.established;
     tcp::TcpConnInfo info;
-    if (stack_->GetConnection(qp.conn(), &info)) {
+    if (sctp_ == nullptr && stack_->GetConnection(qp.conn(), &info)) {
       tuple_ = info.tuple;
       if (opened_.valid() && opened_.slot < conns_.size()) conns_[opened_.slot].tuple = info.tuple;
     }
@@ -618,8 +908,9 @@ class Client final : public IwarpService, private engine::QpObserver {
     Sha256 copy = sha_;
     result_.sha256 = copy.Finish();
     TransferRecord& r = recent_[recent_next_];
-    r.tuple = opened_.valid() && opened_.slot < conns_.size() ? conns_[opened_.slot].tuple
-                                                              : FourTuple{};
+    r.tuple = sctp_ != nullptr ? tuple_
+              : opened_.valid() && opened_.slot < conns_.size() ? conns_[opened_.slot].tuple
+                                                                : FourTuple{};
     r.bytes = result_.bytes;
     r.sha256 = result_.sha256;
     r.has_sha256 = true;
@@ -644,6 +935,12 @@ class Client final : public IwarpService, private engine::QpObserver {
     opened_ = tcp::ConnId{};
   }
 
+  SctpServiceHost* const sctp_;  // transport: sctp, else nullptr
+  SharedSctpAssociation* shared_ = nullptr;
+  int32_t stream_ = -1;
+  bool released_ = false;
+  uint64_t finished_ms_ = 0;
+  bool tcp_started_ = false;
   const engine::QpOptions options_;
   const uint32_t local_ip_;
   DaemonMemory memory_;
@@ -752,13 +1049,20 @@ engine::QpOptions IwarpQpOptions(const config::IwarpConfig& iw, const config::Se
 
 absl::StatusOr<std::unique_ptr<IwarpService>> IwarpService::Create(
     const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
-    const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip) {
+    const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip,
+    SctpServiceHost* sctp) {
+  if (cfg.transport == config::IwarpTransport::kSctp && sctp == nullptr) {
+    return absl::FailedPreconditionError(
+        "transport: sctp needs sctp.enabled and runs on worker 0 only");
+  }
+  if (cfg.transport != config::IwarpTransport::kSctp) sctp = nullptr;
   switch (cfg.type) {
     case config::ServiceType::kIwarpResponder:
-      return std::unique_ptr<IwarpService>(new Responder(cfg, iw, stack, clock, max_connections));
+      return std::unique_ptr<IwarpService>(
+          new Responder(cfg, iw, stack, clock, max_connections, sctp, local_ip));
     case config::ServiceType::kIwarpClient:
       return std::unique_ptr<IwarpService>(
-          new Client(cfg, iw, stack, clock, max_connections, local_ip));
+          new Client(cfg, iw, stack, clock, max_connections, local_ip, sctp));
     default:
       return absl::InvalidArgumentError("not an iWARP service type");
   }

@@ -55,6 +55,24 @@
 // The SHA-256 of a run covers the bytes that came back (read data and
 // echoes, in message order); without verify, a write run hashes what it sent.
 //
+// transport: sctp (RDMA over SCTP, RFC 5043; both services on worker 0,
+// which hosts the process's SctpEndpoint):
+//   - iwarp_responder listens on SCTP `port`. Each accepted association gets
+//     an engine::SctpStreams and, from the pool of iwarp.qps_per_service QPs,
+//     one passive QP on each of its DDP streams 0, 1, ... while pool slots
+//     are free, created before the peer can initiate (RFC 5043 6.2: an
+//     Initiate on a stream without a QP is rejected and counted as
+//     initiates_refused). The QPs are the TCP responder's (same private
+//     data, scratch region, echo); a QP whose session ended is replaced on
+//     the same stream while the association lives; when the association
+//     ends its slots return to the pool.
+//   - iwarp_client: every client naming the same remote and remote_port
+//     shares one association (SctpServiceHost); each runs its workload on
+//     its own DDP stream (`stream`, or the next one no earlier client took).
+//     The session Initiate / Accept replace MPA; the run ends with the
+//     session Terminate (RFC 5043 6.2); when every client of an association
+//     finished, the association is shut down gracefully.
+//
 // Threading and allocation: everything belongs to the worker lcore that owns
 // the stack. All QPs, regions and tables are allocated by Create/Start. The
 // one exception is QP reuse: engine::Qp has no reset, so a responder QP whose
@@ -74,6 +92,8 @@
 #include "ddp/rdmap.h"
 #include "ddp/stag_table.h"
 #include "iwarp/qp.h"
+#include "iwarp/sctp_llp.h"
+#include "sctp/endpoint.h"
 
 namespace iwarp::dataplane {
 
@@ -117,7 +137,9 @@ bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out);
   X(crc_errors)                                                                \
   X(marker_errors)                                                             \
   X(terminates_sent)                                                           \
-  X(terminates_received)
+  X(terminates_received)                                                       \
+  X(initiates_refused)   /* sctp responder: Initiates on a stream without a QP */ \
+  X(associations)        /* sctp: associations accepted (responder) or opened */
 
 struct IwarpServiceCounters {
 #define IWARP_SVC_FIELD(f) uint64_t f = 0;
@@ -177,6 +199,27 @@ class DaemonMemory final : public engine::MemoryDomain {
   std::vector<uint64_t> lengths_;
 };
 
+class SharedSctpAssociation;
+
+// Worker 0's SCTP side of the services: the endpoint and the associations
+// iwarp_clients share (one per remote address and SCTP port). Owning lcore
+// only; destroyed after the services and before the endpoint.
+class SctpServiceHost {
+ public:
+  SctpServiceHost(sctp::SctpEndpoint* endpoint, uint16_t streams);
+  ~SctpServiceHost();
+  sctp::SctpEndpoint& endpoint() { return *endpoint_; }
+  uint16_t streams() const { return streams_; }
+  // Control path: the shared association to remote:port (made on first use;
+  // it connects when its first client starts).
+  SharedSctpAssociation* Shared(uint32_t remote, uint16_t port);
+
+ private:
+  sctp::SctpEndpoint* endpoint_;
+  uint16_t streams_;
+  std::vector<std::unique_ptr<SharedSctpAssociation>> shared_;
+};
+
 // Engine options from the config (the service's crc / markers).
 engine::QpOptions IwarpQpOptions(const config::IwarpConfig& iw, const config::ServiceConfig& svc);
 
@@ -187,7 +230,8 @@ class IwarpService : public TcpService {
   // Control path: an iwarp_responder or iwarp_client service.
   static absl::StatusOr<std::unique_ptr<IwarpService>> Create(
       const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
-      const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip);
+      const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip,
+      SctpServiceHost* sctp = nullptr);
 
   // The service's counters plus the engine counters of every QP, finished
   // or live. Owning lcore only (reads the QPs); telemetry takes it through
