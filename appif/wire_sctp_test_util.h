@@ -51,7 +51,10 @@ class EndpointEnvironment : public ::testing::Environment {
 // with the shared endpoint), the endpoint's Poll and its reflected packets.
 class SharedWorker {
  public:
-  SharedWorker(ThreadedTestLink& link, bool sctp_on_b = true) : link_(link) {
+  // `pending_timeout_us`: WireEngineOptions::pending_timeout_us of both.
+  SharedWorker(ThreadedTestLink& link, bool sctp_on_b = true,
+               uint64_t pending_timeout_us = 10'000'000)
+      : link_(link) {
     for (int side = 0; side < 2; ++side) {
       tcp::TcpOptions t;
       t.max_connections = 64;
@@ -66,6 +69,7 @@ class SharedWorker {
       o.max_qps = 64;
       o.event_depth = 512;
       o.max_sctp_associations = 16;
+      o.pending_timeout_us = pending_timeout_us;
       o.sctp = side == 1 && !sctp_on_b ? nullptr : g_ep;
       auto e = WireEngine::Create(o, *stack_[side]);
       if (!e.ok()) return;

@@ -362,6 +362,42 @@ TEST_F(WireSctpTest, MalformedOptionsAreRefused) {
   EXPECT_EQ(iwarp_listen_opts(c.s, &any, &o, &lid), -EINVAL);
 }
 
+// An Initiate no application answers is rejected after pending_timeout_us
+// (a peer cannot hold the request slots); the stale request id is refused.
+TEST(WireSctpTimeout, UnansweredInitiateIsRejectedAfterTheTimeout) {
+  ThreadedTestLink link;
+  auto worker = std::make_unique<SharedWorker>(link, true, /*pending_timeout_us=*/300'000);
+  ASSERT_TRUE(worker->ok());
+  auto a = std::make_unique<TestHost>(DaemonOptions(worker->engine(0)));
+  auto b = std::make_unique<TestHost>(DaemonOptions(worker->engine(1)));
+  {
+    App c, s;
+    ASSERT_NO_FATAL_FAILURE(c.Open(a->socket_path(), 1 << 16));
+    ASSERT_NO_FATAL_FAILURE(s.Open(b->socket_path(), 1 << 16));
+    iwarp_addr any{0, 5007};
+    const iwarp_conn_opts o = Opts(IWARP_TRANSPORT_SCTP);
+    uint32_t lid = 0;
+    ASSERT_EQ(iwarp_listen_opts(s.s, &any, &o, &lid), 0) << iwarp_last_error(s.s);
+    iwarp_addr to{kIpB, 5007};
+    ASSERT_EQ(iwarp_connect_opts(c.qp, &to, "anyone?", 7, &o), 0) << iwarp_last_error(c.s);
+    iwarp_event req = s.Event(IWARP_EVENT_CONNECT_REQUEST);
+    EXPECT_EQ(Pd(req), "anyone?");
+    // Nobody answers: the daemon rejects the session on its own.
+    iwarp_event ev = c.Event(IWARP_EVENT_REJECTED, 5000);
+    EXPECT_EQ(ev.reason, ECONNREFUSED);
+    EXPECT_EQ(ev.private_data_len, 0u);
+    // The daemon forgot the request when it rejected it (its control thread
+    // hears of that through the wire engine's event ring; give it a moment).
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(iwarp_accept(s.s, req.request_id, s.qp, nullptr, 0), -ENOENT);
+    EXPECT_EQ(worker->engine(1)->stats().sctp_initiates_refused, 1u);
+    EXPECT_EQ(worker->engine(1)->stats().connections, 0u);
+  }
+  a.reset();
+  b.reset();
+  worker.reset();
+}
+
 // A daemon whose data plane has no SCTP answers SCTP listen and connect with
 // EPROTONOSUPPORT and says why; TCP keeps working on it.
 TEST(WireSctpUnconfigured, SctpIsRefusedWithEprotonosupport) {
