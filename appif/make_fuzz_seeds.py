@@ -27,8 +27,12 @@ ALLOC_PD = ctl(2, struct.pack("<I", 0))
 REG_MR = ctl(4, struct.pack("<IIQQQII", 2, 7, 0, 65536, VA, 1, 0), fds=3)
 CREATE_CQ = ctl(6, struct.pack("<I", 16), fds=1)
 def create_qp(): return ctl(8, struct.pack("<IIIII", 2, 3, 3, 4, 4))
-LISTEN = ctl(10, struct.pack("<IHH", 0, 1, 0))
-CONNECT = ctl(12, struct.pack("<IIHHI", 4, 0, 1, 0, 3) + b"abc" + bytes(253))
+LISTEN = ctl(10, struct.pack("<IHHII", 0, 1, 0, 0, 0))
+# An SCTP listener (ListenReq::transport 1): refused by a daemon without SCTP.
+LISTEN_SCTP = ctl(10, struct.pack("<IHHII", 0, 2, 0, 1, 0))
+CONNECT = ctl(12, struct.pack("<IIHHII", 4, 0, 1, 0, 0, 3) + b"abc" + bytes(253))
+# ConnectReq over SCTP (transport 1) to a remote address.
+CONNECT_SCTP = ctl(12, struct.pack("<IIHHII", 4, 0xC6120002, 7, 0, 1, 0) + bytes(256))
 ACCEPT = ctl(13, struct.pack("<III", 7, 6, 0) + bytes(256))
 POLL = rec(2, b"")
 
@@ -59,6 +63,7 @@ SEEDS = {
     "reconnect": SETUP + rec(3, b"") + ALLOC_PD,
     "bad_lengths": rec(0, msg(4, b"\x01\x02")) + rec(0, b"\x02\x00") +
     rec(0, struct.pack("<IIiI", 2, 1, 0, 999)),
+    "sctp_transport": ALLOC_PD + CREATE_CQ + create_qp() + LISTEN_SCTP + CONNECT_SCTP,
     "destroy_busy": ALLOC_PD + CREATE_CQ + create_qp() + ctl(7, struct.pack("<I", 3)) +
     ctl(3, struct.pack("<I", 2)) + ctl(9, struct.pack("<I", 4)) + ctl(7, struct.pack("<I", 3)),
 }

@@ -103,10 +103,20 @@ struct CreateQpResp {
   uint32_t reserved = 0;
   uint64_t shm_bytes = 0;
 };
+// The lower layer of a wire connection (ListenReq / ConnectReq::transport).
+// TCP and SCTP ports are separate spaces: a listener serves one transport.
+enum class Transport : uint32_t {
+  kTcp = 0,   // iWARP: MPA over TCP (RFC 5044)
+  kSctp = 1,  // RDMA over SCTP (RFC 5043): a DDP stream of an SCTP association
+};
+inline constexpr uint32_t kNumTransports = 2;
+
 struct ListenReq {
   uint32_t ipv4 = 0;  // host order; 0 = any local address
   uint16_t port = 0;
   uint16_t backlog = 0;
+  uint32_t transport = 0;  // Transport
+  uint32_t reserved = 0;
 };
 // ConnectReq::mpa_flags: with kMpaOverride set, kMpaCrc and kMpaMarkers
 // replace the daemon's defaults (SessionServerOptions::wire_mpa) for this
@@ -120,7 +130,8 @@ struct ConnectReq {
   uint32_t qp = 0;
   uint32_t ipv4 = 0;
   uint16_t port = 0;
-  uint16_t mpa_flags = 0;  // kMpa*
+  uint16_t mpa_flags = 0;  // kMpa* (TCP only; 0 for SCTP)
+  uint32_t transport = 0;  // Transport
   uint32_t private_data_len = 0;
   uint8_t private_data[kMaxPrivateData] = {};
 };

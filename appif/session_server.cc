@@ -147,6 +147,7 @@ struct SessionServer::Listener {
   Session* owner = nullptr;
   uint32_t ipv4 = 0;
   uint16_t port = 0;
+  Transport transport = Transport::kTcp;  // TCP and SCTP ports are separate spaces
 };
 
 struct SessionServer::ConnRequest {
@@ -546,31 +547,44 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         break;
       case Op::kListen: {
         ListenReq lr;
-        if (!GetBody(req, len, &lr) || lr.port == 0) {
+        if (!GetBody(req, len, &lr) || lr.port == 0 || lr.transport >= kNumTransports ||
+            lr.reserved != 0) {
           err = EINVAL;
           break;
         }
+        const Transport tr = static_cast<Transport>(lr.transport);
         for (const auto& [id, l] : listeners_) {
-          if (l->port == lr.port && (l->ipv4 == 0 || lr.ipv4 == 0 || l->ipv4 == lr.ipv4)) {
+          if (l->transport == tr && l->port == lr.port &&
+              (l->ipv4 == 0 || lr.ipv4 == 0 || l->ipv4 == lr.ipv4)) {
             err = EADDRINUSE;
           }
         }
         if (err != 0) break;
+        if (tr == Transport::kSctp && options_.wire_engine != nullptr &&
+            !options_.wire_engine->has_sctp()) {
+          s->last_error = "this daemon's data plane has no SCTP (RDMA over SCTP is not enabled "
+                          "in its configuration)";
+          err = EPROTONOSUPPORT;
+          break;
+        }
         const uint32_t lid = next_id_++;
         if (options_.wire_engine != nullptr) {
           WireCommand c;
           c.type = WireCommandType::kListen;
+          c.transport = tr;
           c.listener_id = lid;
           c.port = lr.port;
           err = WireCall(&c);
           if (err != 0) {
             s->last_error = err == EADDRINUSE
-                                ? "port already in use on the data plane's TCP stack"
+                                ? (tr == Transport::kSctp
+                                       ? "port already in use on the data plane's SCTP endpoint"
+                                       : "port already in use on the data plane's TCP stack")
                                 : "the data plane could not listen on that port";
             break;
           }
         }
-        auto* l = new Listener{lid, s, lr.ipv4, lr.port};
+        auto* l = new Listener{lid, s, lr.ipv4, lr.port, tr};
         listeners_.emplace(l->id, l);
         s->listeners.insert(l->id);
         SetBody(&resp, IdResp{l->id});
@@ -827,7 +841,15 @@ int SessionServer::DoCreateQp(Session* s, const Message& req, size_t len, Messag
 
 int SessionServer::DoConnect(Session* s, const Message& req, size_t len, Message*) {
   ConnectReq r;
-  if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData) return EINVAL;
+  if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData ||
+      r.transport >= kNumTransports) {
+    return EINVAL;
+  }
+  const Transport tr = static_cast<Transport>(r.transport);
+  if (tr == Transport::kSctp && r.mpa_flags != 0) {
+    s->last_error = "MPA options do not apply to RDMA over SCTP (RFC 5043 has no MPA)";
+    return EINVAL;
+  }
   auto it = s->qps.find(r.qp);
   if (it == s->qps.end()) return ENOENT;
   Qp* qp = it->second.get();
@@ -839,11 +861,21 @@ int SessionServer::DoConnect(Session* s, const Message& req, size_t len, Message
   Listener* target = nullptr;
   if (local) {
     for (const auto& [id, l] : listeners_) {
-      if (l->port == r.port && (l->ipv4 == 0 || r.ipv4 == 0 || l->ipv4 == r.ipv4)) target = l;
+      if (l->transport == tr && l->port == r.port &&
+          (l->ipv4 == 0 || r.ipv4 == 0 || l->ipv4 == r.ipv4)) {
+        target = l;
+      }
     }
   }
   if (target == nullptr) {
-    if (!local && options_.wire_engine != nullptr) return ConnectWire(s, qp, r);
+    if (!local && options_.wire_engine != nullptr) {
+      if (tr == Transport::kSctp && !options_.wire_engine->has_sctp()) {
+        s->last_error = "this daemon's data plane has no SCTP (RDMA over SCTP is not enabled "
+                        "in its configuration)";
+        return EPROTONOSUPPORT;
+      }
+      return ConnectWire(s, qp, r);
+    }
     s->last_error = options_.wire_engine == nullptr
                         ? "no listener of this daemon at that address (this daemon has no "
                           "data plane: loopback QPs only)"
@@ -889,9 +921,11 @@ int SessionServer::DoAccept(Session* s, const Message& req, size_t len, Message*
   if (rit->second->wire) {
     // A remote Request: the engine answers it with our private data; the
     // QP reports kEstablished when the first FPDU / RTR arrives.
-    if (int err = PrepareWire(s, qp, options_.wire_mpa); err != 0) return err;
+    const Transport tr = rit->second->listener->transport;
+    if (int err = PrepareWire(s, qp, options_.wire_mpa, tr); err != 0) return err;
     WireCommand c;
     c.type = WireCommandType::kAccept;
+    c.transport = tr;
     c.qp = qp->wire.get();
     c.request_id = rit->second->engine_request_id;
     c.private_data_len = r.private_data_len;
@@ -936,6 +970,19 @@ int SessionServer::DoReject(Session* s, const Message& req, size_t len, Message*
   if (!GetBody(req, len, &r) || r.private_data_len > kMaxPrivateData) return EINVAL;
   auto rit = requests_.find(r.request_id);
   if (rit == requests_.end() || rit->second->listener->owner != s) return ENOENT;
+  if (rit->second->wire && rit->second->listener->transport == Transport::kSctp) {
+    // RFC 5043 6.3: the worker answers the held Initiate with a session
+    // Reject carrying our private data; no QP is involved.
+    WireCommand c;
+    c.type = WireCommandType::kReject;
+    c.transport = Transport::kSctp;
+    c.request_id = rit->second->engine_request_id;
+    c.private_data_len = r.private_data_len;
+    std::memcpy(c.private_data, r.private_data, r.private_data_len);
+    if (!WirePush(c)) return EAGAIN;
+    requests_.erase(rit);
+    return 0;
+  }
   if (rit->second->wire) {
     // A stand-in engine QP sends the MPA Reply with R=1 and our private
     // data (RFC 5044 7.1.2), then hands itself back.
@@ -1259,7 +1306,8 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
   PostEvent(qp->owner, out);
 }
 
-int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa) {
+int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa,
+                               Transport transport) {
   WireEngine* e = options_.wire_engine;
   if (wire_qps_.size() + reject_ctxs_.size() >= e->options().max_qps) {
     s->last_error = "the data plane's wire QP limit is reached";
@@ -1286,12 +1334,18 @@ int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa)
   o.sq_depth = layout.sq_depth;
   o.rq_depth = layout.rq_depth;
   o.cq_depth = layout.sq_depth + layout.rq_depth;
-  auto eqp = engine::Qp::Create(o, e->stack(), e->memory(), *ctx);
-  if (!eqp.ok()) {
-    s->last_error = std::string(eqp.status().message());
-    return EINVAL;
+  if (transport == Transport::kSctp) {
+    // The worker creates the engine QP on a DDP stream (wire_engine.h).
+    ctx->sctp = true;
+    ctx->llp_options = o;
+  } else {
+    auto eqp = engine::Qp::Create(o, e->stack(), e->memory(), *ctx);
+    if (!eqp.ok()) {
+      s->last_error = std::string(eqp.status().message());
+      return EINVAL;
+    }
+    ctx->engine = std::move(*eqp);
   }
-  ctx->engine = std::move(*eqp);
   ctx->InitSlots(layout.sq_depth);
   for (Cq* cq : {qp->scq, qp->rcq}) {
     if (cq->wire == nullptr) {
@@ -1319,9 +1373,11 @@ int SessionServer::ConnectWire(Session* s, Qp* qp, const ConnectReq& r) {
     s->last_error = "port 0";
     return EINVAL;
   }
-  if (int err = PrepareWire(s, qp, mpa); err != 0) return err;
+  const Transport tr = static_cast<Transport>(r.transport);
+  if (int err = PrepareWire(s, qp, mpa, tr); err != 0) return err;
   WireCommand c;
   c.type = WireCommandType::kConnect;
+  c.transport = tr;
   c.qp = qp->wire.get();
   c.remote_ip = r.ipv4;
   c.port = r.port;

@@ -174,7 +174,7 @@ class SessionServer {
   uint32_t PollWire();
   void HandleWireEvent(const WireEvent& ev);
   bool IsLocalAddress(uint32_t ipv4) const;
-  int PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa);
+  int PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa, Transport transport);
   int ConnectWire(Session* s, Qp* qp, const ConnectReq& r);
 
   // Data path.

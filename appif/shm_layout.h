@@ -18,7 +18,7 @@
 
 namespace iwarp::appif {
 
-inline constexpr uint32_t kAbiVersion = 1;
+inline constexpr uint32_t kAbiVersion = 2;  // 2: transport in ListenReq / ConnectReq
 inline constexpr uint32_t kMaxSge = 4;
 // RFC 5044 7.1: MPA allows 512; deployed peers (siw, cxgb4) take 256.
 inline constexpr uint32_t kMaxPrivateData = 256;
@@ -139,6 +139,7 @@ inline constexpr uint32_t kEvMpaWire = 1u << 0;        // an iWARP connection (n
 inline constexpr uint32_t kEvMpaCrc = 1u << 1;         // FPDUs carry CRC32c
 inline constexpr uint32_t kEvMpaTxMarkers = 1u << 2;   // we insert Markers
 inline constexpr uint32_t kEvMpaRxMarkers = 1u << 3;   // the peer inserts Markers
+inline constexpr uint32_t kEvMpaSctp = 1u << 4;        // RDMA over SCTP (RFC 5043): no MPA at all
 static_assert(sizeof(Event) == 32 + kMaxPrivateData);
 
 // Layout of a QP's memfd: SQ ring, then RQ ring.

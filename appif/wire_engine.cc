@@ -278,8 +278,9 @@ void WireQpContext::OnEstablished(engine::Qp& qp, ByteSpan peer_private_data) {
   WireEvent ev;
   ev.type = WireEventType::kEstablished;
   const engine::Negotiated& n = qp.negotiated();
-  ev.mpa_flags = kEvMpaWire | (n.crc ? kEvMpaCrc : 0) | (n.tx_markers ? kEvMpaTxMarkers : 0) |
-                 (n.rx_markers ? kEvMpaRxMarkers : 0);
+  ev.mpa_flags = sctp ? kEvMpaWire | kEvMpaSctp
+                      : kEvMpaWire | (n.crc ? kEvMpaCrc : 0) | (n.tx_markers ? kEvMpaTxMarkers : 0) |
+                            (n.rx_markers ? kEvMpaRxMarkers : 0);
   ev.qp = this;
   ev.qp_id = qp_id;
   ev.private_data_len =
@@ -366,6 +367,9 @@ absl::StatusOr<std::unique_ptr<WireEngine>> WireEngine::Create(const WireEngineO
   e->listeners_ = std::make_unique<Listener[]>(options.max_listeners);
   for (uint32_t i = 0; i < options.max_listeners; ++i) e->listeners_[i].eng = e.get();
   e->pending_ = std::make_unique<Pending[]>(options.max_pending);
+  if (options.sctp != nullptr) {
+    if (absl::Status st = e->CreateSctp(); !st.ok()) return st;
+  }
   return e;
 }
 
@@ -385,6 +389,7 @@ WireEngineStats WireEngine::stats() const {
   s.requests = r(c.requests);
   s.requests_refused = r(c.requests_refused);
   s.connections = r(c.connections);
+  if (sctp_ != nullptr) SctpStats(&s);
   return s;
 }
 
@@ -494,6 +499,20 @@ void WireEngine::Release(WireQpContext* qp) {
 bool WireEngine::HandleCommand(const WireCommand& c) {
   if (events_producer_.FreeSlots() < kEventsPerCommand) return false;
   Bump(counters_->commands);
+  if (c.transport == Transport::kSctp &&
+      (c.type == WireCommandType::kListen || c.type == WireCommandType::kConnect ||
+       c.type == WireCommandType::kAccept || c.type == WireCommandType::kReject)) {
+    if (sctp_ == nullptr) {
+      if (c.type == WireCommandType::kListen) {
+        Ack(c.seq, EPROTONOSUPPORT);
+      } else if (c.qp != nullptr) {
+        FailCommand(c.qp, EPROTONOSUPPORT);
+      }
+      return true;
+    }
+    HandleSctpCommand(c);
+    return true;
+  }
   switch (c.type) {
     case WireCommandType::kRegMr: {
       ddp::TaggedRegion r = c.region;
@@ -540,6 +559,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         l.used = false;
         status = 0;
       }
+      if (sctp_ != nullptr && UnlistenSctp(c.listener_id)) status = 0;
       // Requests nobody will answer now are reset.
       for (uint32_t i = 0; i < options_.max_pending; ++i) {
         Pending& p = pending_[i];
@@ -600,6 +620,8 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         p->dropped = true;
         pending_dirty_ = true;
         stack_.Abort(p->conn, now_us_);
+      } else if (p == nullptr && sctp_ != nullptr) {
+        (void)DropSctpRequest(c.request_id);
       }
       break;
     }
@@ -607,7 +629,11 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       c.qp->engine->Close(now_us_);
       break;
     case WireCommandType::kDestroyQp:
-      Release(c.qp);
+      if (c.qp->sctp) {
+        ReleaseSctp(c.qp);
+      } else {
+        Release(c.qp);
+      }
       Deactivate(c.qp);
       Ack(c.seq, 0);
       break;
@@ -786,6 +812,7 @@ uint32_t WireEngine::FlushRings(WireQpContext* qp) {
 }
 
 uint32_t WireEngine::PollQp(WireQpContext* qp) {
+  if (qp->engine == nullptr) return 0;  // SCTP: not on a stream (yet)
   qp->engine->Poll(now_us_);
   if (qp->reject_only) return 0;
   uint32_t work = 0;
@@ -800,7 +827,7 @@ uint32_t WireEngine::PollQp(WireQpContext* qp) {
 uint32_t WireEngine::PostReceives() {
   uint32_t work = 0;
   for (WireQpContext* qp : active_) {
-    if (qp->reject_only) continue;
+    if (qp->reject_only || qp->engine == nullptr) continue;
     const engine::QpState st = qp->engine->state();
     if (st != engine::QpState::kTerminating && st != engine::QpState::kError) work += FeedRq(qp);
   }
@@ -852,6 +879,7 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
       }
     }
   }
+  if (sctp_ != nullptr) work += PollSctp();
   for (size_t i = 0; i < active_.size(); ++i) work += PollQp(active_[i]);
   for (WireCq* cq : touched_) {
     cq->touched = false;

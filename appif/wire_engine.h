@@ -1,5 +1,31 @@
 // The wire engine: application QPs of libiwarp sessions carried over iWARP
-// (engine::Qp on a tcp::TcpStack) instead of the loopback engine.
+// (engine::Qp on a tcp::TcpStack) or over RDMA over SCTP (engine::Qp on a DDP
+// stream of an SCTP association, RFC 5043, when WireEngineOptions::sctp is
+// set) instead of the loopback engine. The DDP/RDMAP engine is the same for
+// both; the application picks the transport at connect and at listen.
+//
+// SCTP connections (wire_sctp.cc), through the worker's sctp::SctpEndpoint:
+//  - Active open: each connect opens its own association to the remote
+//    IP/port and runs the QP on DDP stream 0 of it (no reuse between QPs:
+//    one connect = one association, so a QP's failure or close never
+//    disturbs another). The session Initiate goes out once the association
+//    is up and the peer indicated DDP (RFC 5043 11.1); destroying the QP
+//    shuts the association down.
+//  - Passive side: an SCTP listener accepts associations on its port from
+//    any remote address. An Initiate on a stream without a QP is held (with
+//    its private data) and reported to the application as a connect request;
+//    iwarp_accept creates the engine QP on that stream and hands it the held
+//    Initiate, which answers with the application's private data (RFC 5043
+//    6.2); iwarp_reject answers with a session Reject carrying the
+//    application's private data (6.3). The stream-level SctpStreams "QP must
+//    exist before the Initiate" rule is met by creating the QP at accept time
+//    and replaying the Initiate into it. Unanswered Initiates are rejected
+//    after pending_timeout_us; an association without QPs or requests for
+//    that long is shut down.
+//  - Engine QPs over SCTP are created and destroyed on the worker (they bind
+//    to a stream of an association that only the worker knows); this is
+//    connection setup, not the per-packet path, and usrsctp allocates for
+//    the association there anyway.
 //
 // Threading (ARCHITECTURE.md "threading"):
 //  - A WireEngine is created for one TcpStack and Poll() runs ONLY on the
@@ -31,6 +57,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "appif/proto.h"
 #include "appif/shm.h"
 #include "appif/shm_layout.h"
 #include "appif/spsc_ring.h"
@@ -38,6 +65,11 @@
 #include "ddp/stag_table.h"
 #include "iwarp/qp.h"
 #include "tcp_lite/tcp_stack.h"
+
+namespace iwarp::sctp {
+class SctpAssociation;
+class SctpEndpoint;
+}  // namespace iwarp::sctp
 
 namespace iwarp::appif {
 
@@ -59,6 +91,11 @@ struct WireCq {
 struct WireQpContext final : engine::QpObserver {
   uint32_t qp_id = 0;
   bool reject_only = false;  // a stand-in QP that only answers a Request with a reject
+  // RDMA over SCTP: `engine` is null until the worker creates it on a DDP
+  // stream (with llp_options) at kConnect / kAccept, and the worker destroys
+  // it at kDestroyQp.
+  bool sctp = false;
+  engine::QpOptions llp_options;
   SpscRing<Sqe> sq;          // consumer view (unused when reject_only)
   SpscRing<Rqe> rq;
   WireCq* scq = nullptr;
@@ -72,7 +109,9 @@ struct WireQpContext final : engine::QpObserver {
   bool failed_reported = false;
   bool accept = true;  // decision returned to the engine (passive side)
   uint32_t reply_pd_len = 0;
-  uint8_t reply_pd[kMaxPrivateData] = {};
+  uint8_t reply_pd[kMaxPrivateData] = {};  // SCTP active side: the Initiate's private data
+  void* sctp_assoc = nullptr;  // SCTP: the worker's association record
+  uint16_t sctp_stream = 0;
   // Send work requests in the engine: the engine carries a slot index as its
   // wr_id; the slot keeps the application's wr_id and whether it asked for a
   // completion on success (the engine completes every request).
@@ -110,6 +149,7 @@ enum class WireCommandType : uint8_t {
 
 struct WireCommand {
   WireCommandType type = WireCommandType::kRegMr;
+  Transport transport = Transport::kTcp;  // kListen, kConnect, kAccept, kReject
   uint32_t seq = 0;  // echoed in kAck
   WireQpContext* qp = nullptr;
   uint32_t stag = 0;
@@ -166,6 +206,14 @@ struct WireEngineOptions {
   uint32_t command_depth = 256;
   uint32_t event_depth = 1024;
   uint32_t burst = 32;            // SQEs/RQEs/completions per QP per Poll
+  // RDMA over SCTP (RFC 5043): the worker's SCTP endpoint (sctp/endpoint.h),
+  // polled and drained by the worker; the engine opens, accepts and ends
+  // associations through it. nullptr: TCP only (SCTP listen and connect fail
+  // with EPROTONOSUPPORT). The engine must be destroyed before the endpoint.
+  sctp::SctpEndpoint* sctp = nullptr;
+  uint32_t max_sctp_associations = 64;  // active and passive, at once
+  // An active SCTP open whose association is not up by then fails (ETIMEDOUT).
+  uint64_t sctp_connect_timeout_us = 10'000'000;
 };
 
 // Counters; written by the worker, read anywhere (relaxed).
@@ -182,6 +230,10 @@ struct WireEngineStats {
   uint64_t requests = 0;         // remote MPA Requests reported
   uint64_t requests_refused = 0; // no listener slot / pending slot / garbage
   uint64_t connections = 0;      // reached Full Operation
+  uint64_t sctp_associations = 0;         // SCTP associations opened or accepted
+  uint64_t sctp_associations_active = 0;  // association records held now
+  uint64_t sctp_associations_refused = 0; // no free association record
+  uint64_t sctp_initiates_refused = 0;    // Initiates answered with Reject (no listener/slot, garbage, timeout)
 };
 
 // STag lookups for the engines of one worker: a copy of the control
@@ -239,6 +291,7 @@ class WireEngine final : private engine::MemoryDomain {
 
   const WireEngineOptions& options() const { return options_; }
   uint32_t local_ip() const { return options_.local_ip; }
+  bool has_sctp() const { return options_.sctp != nullptr; }
   WireEngineStats stats() const;
   tcp::TcpStack& stack() { return stack_; }
 
@@ -247,11 +300,16 @@ class WireEngine final : private engine::MemoryDomain {
 
   struct Listener;
   struct Pending;
+  struct SctpAssoc;
+  struct SctpState;
+  struct SctpListener;
 
  private:
   friend struct WireQpContext;
   friend struct Listener;
   friend struct Pending;
+  friend struct SctpAssoc;
+  friend struct SctpListener;
   WireEngine(const WireEngineOptions& options, tcp::TcpStack& stack);
 
   // engine::MemoryDomain.
@@ -275,6 +333,19 @@ class WireEngine final : private engine::MemoryDomain {
   bool PushCqe(WireCq* cq, const Cqe& cqe);
   Pending* FindPending(uint32_t request_id);
 
+  // RDMA over SCTP (wire_sctp.cc; wire_sctp_none.cc without usrsctp).
+  absl::Status CreateSctp();
+  void HandleSctpCommand(const WireCommand& cmd);  // kListen .. kDropRequest with kSctp
+  void ReleaseSctp(WireQpContext* qp);              // kDestroyQp of an SCTP QP
+  bool DropSctpRequest(uint32_t request_id);        // false: no such request
+  bool UnlistenSctp(uint32_t listener_id);          // false: not an SCTP listener
+  void SctpStats(WireEngineStats* out) const;       // adds the SCTP counters
+  uint32_t PollSctp();
+  void AdoptSctp(std::unique_ptr<sctp::SctpAssociation> association, uint32_t listener_id);
+  struct SctpStateDeleter {
+    void operator()(SctpState* s) const;
+  };
+
   WireEngineOptions options_;
   tcp::TcpStack& stack_;
   WireStagView view_;
@@ -291,6 +362,7 @@ class WireEngine final : private engine::MemoryDomain {
   std::vector<WireQpContext*> active_;  // capacity max_qps, reserved
   std::unique_ptr<Listener[]> listeners_;
   std::unique_ptr<Pending[]> pending_;
+  std::unique_ptr<SctpState, SctpStateDeleter> sctp_;
   std::vector<WireCq*> touched_;  // capacity reserved
   uint64_t now_us_ = 0;
   uint32_t next_request_id_ = 1;

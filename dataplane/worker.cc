@@ -294,6 +294,9 @@ absl::Status Worker::InitTcp() {
     wo.max_pending = 64;
     wo.stag_capacity = cfg_.app_interface.stag_table_size;
     wo.event_depth = 2048;
+    // RDMA over SCTP for applications: worker 0's endpoint (nullptr unless
+    // sctp.enabled); created before the engine and destroyed after it.
+    wo.sctp = sctp_.get();
     absl::StatusOr<std::unique_ptr<appif::WireEngine>> w = appif::WireEngine::Create(wo, *tcp_);
     if (!w.ok()) {
       return absl::InvalidArgumentError(

@@ -51,6 +51,21 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  {
+    /* Transport options from C: an SCTP listener (loopback-only daemons
+     * serve it for their own QPs), then gone again. */
+    struct iwarp_conn_opts opts;
+    struct iwarp_addr addr;
+    uint32_t lid = 0;
+    memset(&opts, 0, sizeof(opts));
+    opts.transport = IWARP_TRANSPORT_SCTP;
+    addr.ipv4 = 0;
+    addr.port = 7471;
+    if (iwarp_listen_opts(s, &addr, &opts, &lid) != 0 || iwarp_unlisten(s, lid) != 0) {
+      printf("FAIL: listen_opts: %s\n", iwarp_last_error(s));
+      return 1;
+    }
+  }
   if (iwarp_destroy_qp(qp) != 0 || iwarp_destroy_cq(cq) != 0 || iwarp_dereg_mr(s, mr.stag) != 0) {
     printf("FAIL: teardown: %s\n", iwarp_last_error(s));
     return 1;

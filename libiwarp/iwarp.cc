@@ -431,20 +431,50 @@ int iwarp_post_recv(iwarp_qp* qp, const iwarp_recv_wr* wrs, uint32_t n) {
 }
 
 int iwarp_listen(iwarp_session* s, const iwarp_addr* addr, uint32_t* listener_id) {
-  return CallSimple(s, ai::Op::kListen, ai::ListenReq{addr->ipv4, addr->port, 0}, listener_id);
+  return iwarp_listen_opts(s, addr, nullptr, listener_id);
+}
+
+namespace {
+// -EINVAL unless `o` is a valid options struct (reserved fields zero).
+int CheckOpts(const iwarp_conn_opts* o) {
+  if (o == nullptr) return 0;
+  for (uint32_t r : o->reserved) {
+    if (r != 0) return -EINVAL;
+  }
+  if (o->transport != IWARP_TRANSPORT_TCP && o->transport != IWARP_TRANSPORT_SCTP) return -EINVAL;
+  if ((o->flags & ~uint32_t{IWARP_CONN_MPA}) != 0) return -EINVAL;
+  if ((o->mpa_flags & ~uint32_t{IWARP_MPA_CRC | IWARP_MPA_MARKERS}) != 0) return -EINVAL;
+  if ((o->flags & IWARP_CONN_MPA) == 0 && o->mpa_flags != 0) return -EINVAL;
+  if (o->transport == IWARP_TRANSPORT_SCTP && o->flags != 0) return -EINVAL;
+  return 0;
+}
+}  // namespace
+
+static_assert(IWARP_TRANSPORT_TCP == static_cast<uint32_t>(ai::Transport::kTcp) &&
+              IWARP_TRANSPORT_SCTP == static_cast<uint32_t>(ai::Transport::kSctp));
+
+int iwarp_listen_opts(iwarp_session* s, const iwarp_addr* addr, const iwarp_conn_opts* opts,
+                      uint32_t* listener_id) {
+  if (int err = CheckOpts(opts); err != 0) return err;
+  if (opts != nullptr && opts->flags != 0) return -EINVAL;  // connect-only options
+  ai::ListenReq req{addr->ipv4, addr->port, 0};
+  req.transport = opts != nullptr ? opts->transport : uint32_t{IWARP_TRANSPORT_TCP};
+  return CallSimple(s, ai::Op::kListen, req, listener_id);
 }
 int iwarp_unlisten(iwarp_session* s, uint32_t listener_id) {
   return CallSimple(s, ai::Op::kUnlisten, ai::IdReq{listener_id}, nullptr);
 }
 
 namespace {
-int Connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len, uint16_t flags) {
+int Connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len, uint16_t flags,
+            uint32_t transport = IWARP_TRANSPORT_TCP) {
   if (len > ai::kMaxPrivateData || (len > 0 && pd == nullptr)) return -EINVAL;
   ai::ConnectReq req;
   req.qp = qp->id;
   req.ipv4 = addr->ipv4;
   req.port = addr->port;
   req.mpa_flags = flags;
+  req.transport = transport;
   req.private_data_len = len;
   if (len > 0) std::memcpy(req.private_data, pd, len);
   return CallSimple(qp->s, ai::Op::kConnect, req, nullptr);
@@ -453,7 +483,21 @@ int Connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len, 
 
 static_assert(IWARP_MPA_STATE_WIRE == ai::kEvMpaWire && IWARP_MPA_STATE_CRC == ai::kEvMpaCrc &&
               IWARP_MPA_STATE_TX_MARKERS == ai::kEvMpaTxMarkers &&
-              IWARP_MPA_STATE_RX_MARKERS == ai::kEvMpaRxMarkers);
+              IWARP_MPA_STATE_RX_MARKERS == ai::kEvMpaRxMarkers &&
+              IWARP_MPA_STATE_SCTP == ai::kEvMpaSctp);
+
+int iwarp_connect_opts(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len,
+                       const iwarp_conn_opts* opts) {
+  if (int err = CheckOpts(opts); err != 0) return err;
+  if (opts == nullptr) return Connect(qp, addr, pd, len, 0);
+  uint16_t f = 0;
+  if ((opts->flags & IWARP_CONN_MPA) != 0) {
+    f = ai::kMpaOverride;
+    if ((opts->mpa_flags & IWARP_MPA_CRC) != 0) f |= ai::kMpaCrc;
+    if ((opts->mpa_flags & IWARP_MPA_MARKERS) != 0) f |= ai::kMpaMarkers;
+  }
+  return Connect(qp, addr, pd, len, f, opts->transport);
+}
 
 int iwarp_connect(iwarp_qp* qp, const iwarp_addr* addr, const void* pd, uint32_t len) {
   return Connect(qp, addr, pd, len, 0);

@@ -8,6 +8,18 @@
  * sleeps). Names follow the verbs: PD, MR, CQ, QP, post_send, post_recv,
  * poll_cq.
  *
+ * Transports: a connection to another host runs over TCP (iWARP: MPA,
+ * RFC 5044) unless the application asks for SCTP (RDMA over SCTP, RFC 5043)
+ * with iwarp_connect_opts / iwarp_listen_opts. The DDP/RDMAP semantics, work
+ * requests and completions are the same on both. TCP and SCTP ports are
+ * separate: a listener serves one transport, and a connect reaches only a
+ * listener of its own transport (also for loopback QPs of one daemon).
+ * Over SCTP a Send or RDMA Write completes once SCTP took its last segment
+ * (from there on SCTP delivers it or the association ends and the QP fails);
+ * as on every iWARP transport, the completion frees the local buffer and says
+ * nothing about placement at the peer (a later Read Response or a Send from
+ * the peer does).
+ *
  * Conventions: functions return 0 (or a count) on success and a negative
  * errno value on failure; iwarp_last_error() gives the daemon's explanation
  * of the last failed control call. Control calls of one session may come from
@@ -170,10 +182,11 @@ struct iwarp_event {
 /* iwarp_event.mpa_flags of IWARP_EVENT_ESTABLISHED: the negotiated MPA
  * framing (RFC 5044 7.1.2). 0 for a loopback connection (no framing). */
 enum iwarp_mpa_state {
-  IWARP_MPA_STATE_WIRE = 1u << 0,       /* iWARP over TCP to another daemon */
+  IWARP_MPA_STATE_WIRE = 1u << 0,       /* on the wire to another host (not loopback) */
   IWARP_MPA_STATE_CRC = 1u << 1,        /* FPDUs carry CRC32c */
   IWARP_MPA_STATE_TX_MARKERS = 1u << 2, /* we insert Markers (the peer asked) */
   IWARP_MPA_STATE_RX_MARKERS = 1u << 3, /* the peer inserts Markers (we asked) */
+  IWARP_MPA_STATE_SCTP = 1u << 4,       /* with WIRE: RDMA over SCTP (RFC 5043), no MPA */
 };
 /* iwarp_connect_mpa flags: the MPA Request of this connection asks for CRC
  * (C) and/or Markers (M) instead of the daemon's configured defaults. CRC is
@@ -182,6 +195,26 @@ enum iwarp_mpa_flags {
   IWARP_MPA_CRC = 1u << 0,
   IWARP_MPA_MARKERS = 1u << 1,
 };
+/* The lower layer of a connection (struct iwarp_conn_opts.transport). */
+enum iwarp_transport {
+  IWARP_TRANSPORT_TCP = 0,  /* iWARP: MPA over TCP (RFC 5044/5041/5040); the default */
+  IWARP_TRANSPORT_SCTP = 1, /* RDMA over SCTP: a DDP stream of an SCTP association (RFC 5043) */
+};
+enum iwarp_conn_flags {
+  /* TCP connect: mpa_flags (IWARP_MPA_*) replace the daemon's MPA defaults,
+   * as iwarp_connect_mpa does. Not valid with SCTP (RFC 5043 has no MPA). */
+  IWARP_CONN_MPA = 1u << 0,
+};
+/* Options of iwarp_connect_opts / iwarp_listen_opts. Zero-initialize it:
+ * every field not named here must be 0, so that later versions can give
+ * meaning to them. */
+struct iwarp_conn_opts {
+  uint32_t transport; /* enum iwarp_transport */
+  uint32_t flags;     /* enum iwarp_conn_flags (connect only) */
+  uint32_t mpa_flags; /* enum iwarp_mpa_flags, with IWARP_CONN_MPA */
+  uint32_t reserved[5];
+};
+
 struct iwarp_addr {
   uint32_t ipv4; /* host byte order; 0 = any address of the daemon */
   uint16_t port;
@@ -244,6 +277,19 @@ int iwarp_connect(struct iwarp_qp* qp, const struct iwarp_addr* addr, const void
  * replacing the daemon's defaults. */
 int iwarp_connect_mpa(struct iwarp_qp* qp, const struct iwarp_addr* addr, const void* private_data,
                       uint32_t private_data_len, uint32_t mpa_flags);
+/* iwarp_connect / iwarp_listen with options (NULL: TCP and the daemon's
+ * defaults). Errors beyond those of iwarp_connect / iwarp_listen:
+ * -EINVAL for an unknown transport, unknown flags or non-zero reserved
+ * fields, or IWARP_CONN_MPA with SCTP; -EPROTONOSUPPORT when the daemon's
+ * data plane has no SCTP configured (iwarp_last_error says so). Over SCTP the
+ * private data travels in the RFC 5043 session Initiate / Accept / Reject,
+ * after the RFC 6581 IRD/ORD block, and the connect request, accept and
+ * reject events are the same as over TCP. */
+int iwarp_connect_opts(struct iwarp_qp* qp, const struct iwarp_addr* addr,
+                       const void* private_data, uint32_t private_data_len,
+                       const struct iwarp_conn_opts* opts);
+int iwarp_listen_opts(struct iwarp_session* s, const struct iwarp_addr* addr,
+                      const struct iwarp_conn_opts* opts, uint32_t* listener_id);
 int iwarp_accept(struct iwarp_session* s, uint32_t request_id, struct iwarp_qp* qp,
                  const void* private_data, uint32_t private_data_len);
 int iwarp_reject(struct iwarp_session* s, uint32_t request_id, const void* private_data,

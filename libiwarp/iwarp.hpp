@@ -67,6 +67,12 @@ class Qp {
   int Connect(const iwarp_addr& addr, std::span<const uint8_t> private_data = {}) {
     return iwarp_connect(qp_, &addr, private_data.data(), static_cast<uint32_t>(private_data.size()));
   }
+  // With options (transport: IWARP_TRANSPORT_TCP or IWARP_TRANSPORT_SCTP).
+  int Connect(const iwarp_addr& addr, const iwarp_conn_opts& opts,
+              std::span<const uint8_t> private_data = {}) {
+    return iwarp_connect_opts(qp_, &addr, private_data.data(),
+                              static_cast<uint32_t>(private_data.size()), &opts);
+  }
   int Disconnect() { return iwarp_disconnect(qp_); }
   uint32_t id() const { return iwarp_qp_id(qp_); }
   iwarp_qp* get() const { return qp_; }
@@ -131,6 +137,9 @@ class Session {
   }
   int Listen(const iwarp_addr& addr, uint32_t* listener_id) {
     return iwarp_listen(s_, &addr, listener_id);
+  }
+  int Listen(const iwarp_addr& addr, const iwarp_conn_opts& opts, uint32_t* listener_id) {
+    return iwarp_listen_opts(s_, &addr, &opts, listener_id);
   }
   int Accept(uint32_t request_id, Qp& qp, std::span<const uint8_t> private_data = {}) {
     return iwarp_accept(s_, request_id, qp.get(), private_data.data(),

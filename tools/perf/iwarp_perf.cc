@@ -103,8 +103,11 @@ struct Options {
   bool verify = false;
   bool crc = false;
   bool markers = false;
+  uint32_t transport = IWARP_TRANSPORT_TCP;  // --transport: both sides name the same one
   const char* socket = nullptr;
 };
+
+const char* TransportName(uint32_t t) { return t == IWARP_TRANSPORT_SCTP ? "SCTP" : "TCP"; }
 
 uint8_t Pattern(uint64_t slot, uint64_t off) {
   return static_cast<uint8_t>(slot * 31 + off * 7 + (off >> 9) + 1);
@@ -289,11 +292,14 @@ int RunServer(const Options& o) {
   }
   iwarp_addr addr{0, o.port};
   uint32_t lid = 0;
-  if ((r = iwarp_listen(side.s, &addr, &lid)) != 0) {
-    Die(kExitSetup, "listen on port %u: %s (%s)", o.port, strerror(-r), Err(side));
+  iwarp_conn_opts lo{};
+  lo.transport = o.transport;
+  if ((r = iwarp_listen_opts(side.s, &addr, &lo, &lid)) != 0) {
+    Die(kExitSetup, "listen on %s port %u: %s (%s)", TransportName(o.transport), o.port,
+        strerror(-r), Err(side));
   }
-  printf("iwarp-perf server: %s, waiting for a client on port %u\n", kTestNames[int(o.test)],
-         o.port);
+  printf("iwarp-perf server: %s, waiting for a client on %s port %u\n", kTestNames[int(o.test)],
+         TransportName(o.transport), o.port);
   fflush(stdout);
   iwarp_event ev;
   WaitEvent(&side, &ev, IWARP_EVENT_CONNECT_REQUEST, -1);
@@ -475,7 +481,11 @@ void PrintHeader(const Options& o, uint32_t mpa) {
   const bool lat = o.test == Test::kWriteLat || o.test == Test::kReadLat || o.test == Test::kSendLat;
   printf("---------------------------------------------------------------------------------------\n");
   printf("                    %s\n", kTestTitles[int(o.test)]);
-  if ((mpa & IWARP_MPA_STATE_WIRE) != 0) {
+  if ((mpa & IWARP_MPA_STATE_SCTP) != 0) {
+    printf(" Transport       : RDMA over SCTP (RFC 5043) to %u.%u.%u.%u:%u through two iwarpd\n",
+           o.server_ipv4 >> 24, (o.server_ipv4 >> 16) & 255, (o.server_ipv4 >> 8) & 255,
+           o.server_ipv4 & 255, o.port);
+  } else if ((mpa & IWARP_MPA_STATE_WIRE) != 0) {
     printf(" Transport       : iWARP (MPA/TCP) to %u.%u.%u.%u:%u through two iwarpd\n",
            o.server_ipv4 >> 24, (o.server_ipv4 >> 16) & 255, (o.server_ipv4 >> 8) & 255,
            o.server_ipv4 & 255, o.port);
@@ -483,7 +493,10 @@ void PrintHeader(const Options& o, uint32_t mpa) {
     printf(" Transport       : loopback QP through iwarpd (same daemon)\n");
   }
   printf(" TX depth        : %u\n", lat ? 1 : o.queue_depth);
-  if ((mpa & IWARP_MPA_STATE_WIRE) != 0) {
+  if ((mpa & IWARP_MPA_STATE_SCTP) != 0) {
+    printf(" CRC             : SCTP CRC32c on every packet (no MPA over SCTP)\n");
+    printf(" Markers         : n/a (no MPA over SCTP)\n");
+  } else if ((mpa & IWARP_MPA_STATE_WIRE) != 0) {
     printf(" CRC             : %s (negotiated%s)\n", (mpa & IWARP_MPA_STATE_CRC) != 0 ? "on" : "off",
            o.crc ? "; --crc asked" : "");
     const bool tx = (mpa & IWARP_MPA_STATE_TX_MARKERS) != 0;
@@ -549,11 +562,18 @@ int RunClient(const Options& o) {
           max_size, side.mr.addr, side.data_bytes, side.mr.stag, 0};
   iwarp_addr addr{o.server_ipv4, o.port};
   // --crc / --markers replace the daemon's MPA defaults for this connection.
-  const uint32_t mpa_flags = (o.crc ? uint32_t{IWARP_MPA_CRC} : 0u) |
-                             (o.markers ? uint32_t{IWARP_MPA_MARKERS} : 0u);
-  int r = (o.crc || o.markers) ? iwarp_connect_mpa(side.qp, &addr, &h, sizeof(h), mpa_flags)
-                               : iwarp_connect(side.qp, &addr, &h, sizeof(h));
-  if (r != 0) Die(kExitSetup, "connect to port %u: %s (%s)", o.port, strerror(-r), Err(side));
+  iwarp_conn_opts co{};
+  co.transport = o.transport;
+  if (o.crc || o.markers) {
+    co.flags = IWARP_CONN_MPA;
+    co.mpa_flags = (o.crc ? uint32_t{IWARP_MPA_CRC} : 0u) |
+                   (o.markers ? uint32_t{IWARP_MPA_MARKERS} : 0u);
+  }
+  int r = iwarp_connect_opts(side.qp, &addr, &h, sizeof(h), &co);
+  if (r != 0) {
+    Die(kExitSetup, "connect to %s port %u: %s (%s)", TransportName(o.transport), o.port,
+        strerror(-r), Err(side));
+  }
   iwarp_event ev;
   const int er = iwarp_get_event(side.s, &ev, 10000);
   if (er != 1) Die(kExitSetup, "no answer to the connect within 10 s");
@@ -756,6 +776,10 @@ void Usage(FILE* f) {
           "                         (RFC 5044; otherwise the daemon's defaults apply). Only\n"
           "                         iWARP QPs to another daemon have MPA framing; loopback\n"
           "                         QPs (SERVER_IPV4 of this daemon or 127.x) ignore them\n"
+          "      --transport tcp|sctp  iWARP over TCP (default) or RDMA over SCTP (RFC 5043);\n"
+          "                         name the same on both sides (SCTP ports are not TCP\n"
+          "                         ports); --sctp is short for --transport sctp. SCTP needs\n"
+          "                         the daemons' data planes to have SCTP enabled\n"
           "  -h, --help\n"
           "The server serves one client, then exits.\n"
           "Output (client): a perftest-like table; MiB = 2^20 bytes; bandwidth rows end with\n"
@@ -785,6 +809,7 @@ int main(int argc, char** argv) {
       {"port", required_argument, nullptr, 'p'},  {"socket", required_argument, nullptr, 'S'},
       {"verify", no_argument, nullptr, 'V'},      {"crc", no_argument, nullptr, 'C'},
       {"markers", no_argument, nullptr, 'M'},     {"help", no_argument, nullptr, 'h'},
+      {"transport", required_argument, nullptr, 'T'}, {"sctp", no_argument, nullptr, 'Z'},
       {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -823,6 +848,17 @@ int main(int argc, char** argv) {
       case 'V': o.verify = true; break;
       case 'C': o.crc = true; break;
       case 'M': o.markers = true; break;
+      case 'T':
+        if (strcmp(optarg, "tcp") == 0) {
+          o.transport = IWARP_TRANSPORT_TCP;
+        } else if (strcmp(optarg, "sctp") == 0) {
+          o.transport = IWARP_TRANSPORT_SCTP;
+        } else {
+          fprintf(stderr, "iwarp-perf: --transport wants tcp or sctp, not '%s'\n", optarg);
+          return kExitUsage;
+        }
+        break;
+      case 'Z': o.transport = IWARP_TRANSPORT_SCTP; break;
       case 'h': Usage(stdout); return kExitOk;
       default: Usage(stderr); return kExitUsage;
     }
@@ -861,6 +897,10 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   if (o.test == Test::kWriteLat && o.size < 1) return kExitUsage;
+  if (o.transport == IWARP_TRANSPORT_SCTP && (o.crc || o.markers)) {
+    fprintf(stderr, "iwarp-perf: --crc/--markers are MPA options; RDMA over SCTP has no MPA\n");
+    return kExitUsage;
+  }
   if (o.server && (o.crc || o.markers)) {
     fprintf(stderr, "iwarp-perf: --crc/--markers act on the client's connect; the server "
                     "answers with its daemon's settings\n");
