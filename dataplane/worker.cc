@@ -669,14 +669,24 @@ uint64_t Worker::NowUs() const {
   return c / hz_ * 1000000 + c % hz_ * 1000000 / hz_;
 }
 
+Worker::Now Worker::NowBoth() const {
+  const uint64_t c = rte_get_timer_cycles();
+  return Now{c / cycles_per_ms_, c / hz_ * 1000000 + c % hz_ * 1000000 / hz_};
+}
+
 uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms) {
+  if (n == 0) return 0;
+  now_ms_ = now_ms;
+  clock_.now_us = NowUs();
+  return HandleBurst(pkts, n, now_ms);
+}
+
+uint16_t Worker::HandleBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms) {
   if (n == 0) return 0;
   uint64_t bytes = 0;
   for (uint16_t i = 0; i < n; ++i) bytes += rte_pktmbuf_pkt_len(pkts[i]);
   stats_->rx_packets.Add(n);
   stats_->rx_bytes.Add(bytes);
-  now_ms_ = now_ms;
-  clock_.now_us = NowUs();
   for (uint16_t i = 0; i < n; ++i) {
     rte_mbuf* m = pkts[i];
     ImpairmentStage* stage = m->port < kMaxPorts ? rx_impair_[m->port].get() : nullptr;
@@ -690,12 +700,14 @@ uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms
   return n;
 }
 
-uint32_t Worker::PollOnce(uint64_t now_ms) {
+uint32_t Worker::PollOnce(uint64_t now_ms) { return PollAt(now_ms, NowUs()); }
+
+uint32_t Worker::PollAt(uint64_t now_ms, uint64_t now_us) {
   rte_mbuf* pkts[kMaxBurst];
   NeighborUpdate updates[32];
   uint32_t work = 0;
   now_ms_ = now_ms;
-  clock_.now_us = NowUs();
+  clock_.now_us = now_us;
 
   unsigned n = rte_ring_sc_dequeue_burst_elem(neighbor_ring_, updates, sizeof(NeighborUpdate), 32,
                                               nullptr);
@@ -723,7 +735,7 @@ uint32_t Worker::PollOnce(uint64_t now_ms) {
   for (const RxQueue& q : rx_queues_) {
     const uint16_t nb = rte_eth_rx_burst(q.port_id, q.queue_id, pkts, burst_);
     if (nb != 0 && wire_ != nullptr) wire_->PostReceives();
-    work += ReceiveBurst(pkts, nb, now_ms);
+    work += HandleBurst(pkts, nb, now_ms);
   }
   if (tcp_ != nullptr) tcp_->EndBurst(clock_.now_us);
 
@@ -763,7 +775,8 @@ void Worker::Run() {
   pthread_sigmask(SIG_UNBLOCK, &io, nullptr);
   uint32_t idle_polls = 0;
   while (!stop_->load(std::memory_order_acquire)) {
-    if (PollOnce(NowMs()) != 0) {
+    const Now now = NowBoth();
+    if (PollAt(now.ms, now.us) != 0) {
       idle_polls = 0;
     } else if (idle_sleep_us_ != 0 && ++idle_polls >= kIdlePollsBeforeSleep) {
       rte_delay_us_sleep(idle_sleep_us_);

@@ -110,7 +110,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
 
   // One loop iteration (owning lcore only): neighbour updates, steered
   // frames, one rx burst per owned queue, timers, TX flush. Returns the
-  // number of frames and updates handled.
+  // number of frames and updates handled. Reads the microsecond clock once.
   uint32_t PollOnce(uint64_t now_ms);
 
   // Handles frames as if just received (counts rx packets/bytes, steers,
@@ -120,6 +120,13 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // Milliseconds / microseconds on the worker's clock (TSC based).
   uint64_t NowMs() const;
   uint64_t NowUs() const;
+  // Both from one TSC read (the loop reads the clock once per iteration; a
+  // TSC read is not free in a VM).
+  struct Now {
+    uint64_t ms;
+    uint64_t us;
+  };
+  Now NowBoth() const;
 
   // Any thread but the worker's (control path): asks the worker to fill its
   // TcpSnapshot and waits up to `timeout_ms` for it. On success the snapshot
@@ -158,6 +165,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
                    std::span<const ByteSpan> payload) override;
 
  private:
+  // PollOnce / ReceiveBurst with the clock already read (one TSC read per
+  // loop iteration).
+  uint32_t PollAt(uint64_t now_ms, uint64_t now_us);
+  uint16_t HandleBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms);
+
   struct RxQueue {
     uint16_t port_id;
     uint16_t queue_id;
