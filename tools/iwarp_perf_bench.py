@@ -49,6 +49,9 @@ numbers (the load average is printed with the table).
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost[,pcap]]
 
+The vhost rows move the same bytes as the kernel's unless --count-vhost-*
+say otherwise.
+
 Needs root and hugepages (memif, vhost); prints the reason and exits 77
 otherwise. The pcap/veth rows need no hugepages.
 """
@@ -305,14 +308,20 @@ def main():
     ap.add_argument("--count-64k", type=int, default=8000)
     ap.add_argument("--count-send", type=int, default=100000)
     ap.add_argument("--count-lat", type=int, default=5000)
-    ap.add_argument("--count-vhost-4k", type=int, default=20000)
-    ap.add_argument("--count-vhost-64k", type=int, default=2000)
+    ap.add_argument("--count-vhost-4k", type=int, default=None,
+                    help="vhost rows' 4 KiB count (default --count-4k)")
+    ap.add_argument("--count-vhost-64k", type=int, default=None,
+                    help="vhost rows' 64 KiB count (default --count-64k)")
     ap.add_argument("--count-pcap-4k", type=int, default=400)
     ap.add_argument("--count-pcap-64k", type=int, default=100)
     ap.add_argument("--mtus", default="1500,9000")
     ap.add_argument("--links", default="memif,vhost",
                     help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
     args = ap.parse_args()
+    if args.count_vhost_4k is None:
+        args.count_vhost_4k = args.count_4k
+    if args.count_vhost_64k is None:
+        args.count_vhost_64k = args.count_64k
     links = args.links.split(",")
     if not links or any(l not in ("memif", "vhost", "pcap") for l in links):
         print("--links takes memif, vhost and pcap, comma-separated: %s" % args.links)
