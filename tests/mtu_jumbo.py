@@ -154,7 +154,8 @@ class VhostPort:
     no kernel interface is involved. virtio-user shares its memory with the
     backend by file descriptor, so both run on hugepages with
     --single-file-segments (one file per memory list: vhost-user accepts at
-    most 8 memory regions). Fewer mbufs than the harness default keep the
+    most 8 memory regions) and --in-memory (EAL refuses
+    --single-file-segments beside iwarpd's --huge-unlink otherwise). Fewer mbufs than the harness default keep the
     hugepage use small (VHOST_MBUFS of 9.2 KiB: about 37 MiB)."""
 
     def use_vhost(self, vdev, mtu):
@@ -167,8 +168,8 @@ class VhostPort:
         check(memif in text and "  hugepages: on\n" in text and "  mbufs: 16383\n" in text,
               "the daemon harness config has the memif port, hugepages and mbufs lines")
         text = text.replace(memif, '    vdev: "%s"\n    mtu: %d\n' % (self.vdev, self.mtu))
-        text = text.replace("  hugepages: on\n",
-                            '  hugepages: on\n  extra_args: ["--in-memory", "--single-file-segments"]\n')
+        text = text.replace("  hugepages: on\n", '  hugepages: on\n  extra_args: '
+                            '["--in-memory", "--single-file-segments"]\n')
         text = text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB,
                             "  memory_mb: %d\n" % VHOST_MEMORY_MB)
         return text.replace("  mbufs: 16383\n", "  mbufs: %d\n  data_room: %d\n" %
