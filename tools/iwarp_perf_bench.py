@@ -71,7 +71,7 @@ sys.path.insert(0, HERE)
 import appif_wire_dataplane as aw  # noqa: E402  (application-interface memif daemons)
 import iwarp_bench as ib  # noqa: E402  (kernel bulk sink / echo server)
 import iwarp_dataplane as iwd  # noqa: E402
-import mtu_jumbo as mj  # noqa: E402  (net_pcap on a veth pair at a given MTU)
+import mtu_jumbo as mj  # noqa: E402  (vhost-user and net_pcap/veth ports at a given MTU)
 
 NS_A = "iwpb_a%d" % os.getpid()
 NS_B = "iwpb_b%d" % os.getpid()
