@@ -34,8 +34,9 @@ absl::Status CheckPortMtu(const std::string& port, const std::string& driver, ui
         "port '", port, "' (", driver, "): mtu ", mtu, " needs ", frame, "-byte frames but ",
         driver, " accepts at most ", std::min(dev.max_rx_pktlen, max_mtu + overhead), " (mtu ",
         max_mtu, "); lower ports[].mtu to ", max_mtu,
-        " or use a device that carries jumbo frames (a NIC, or net_pcap on a veth pair "
-        "with iface=IF,phy_mac=1)"));
+        " or use a device that carries jumbo frames (a NIC; between two processes "
+        "net_vhost and net_virtio_user; or net_pcap on a veth pair with "
+        "iface=IF,phy_mac=1)"));
   }
   return absl::OkStatus();
 }

@@ -26,7 +26,8 @@ TEST(PortLimitsTest, JumboMtuOnMemifNamesPortLimitAndFix) {
   EXPECT_EQ(s.message(),
             "port 'm0' (net_memif): mtu 9000 needs 9018-byte frames but net_memif accepts at "
             "most 1518 (mtu 1500); lower ports[].mtu to 1500 or use a device that carries "
-            "jumbo frames (a NIC, or net_pcap on a veth pair with iface=IF,phy_mac=1)");
+            "jumbo frames (a NIC; between two processes net_vhost and net_virtio_user; or "
+            "net_pcap on a veth pair with iface=IF,phy_mac=1)");
 }
 
 TEST(PortLimitsTest, LimitsAreInclusive) {
@@ -39,7 +40,18 @@ TEST(PortLimitsTest, LimitsAreInclusive) {
   EXPECT_EQ(s.message(),
             "port 'n0' (ice): mtu 9703 needs 9729-byte frames but ice accepts at most 9728 "
             "(mtu 9702); lower ports[].mtu to 9702 or use a device that carries jumbo frames "
-            "(a NIC, or net_pcap on a veth pair with iface=IF,phy_mac=1)");
+            "(a NIC; between two processes net_vhost and net_virtio_user; or net_pcap on a "
+            "veth pair with iface=IF,phy_mac=1)");
+}
+
+// net_vhost reports no max_mtu (ethdev's default 65535) and an unlimited
+// max_rx_pktlen; the Ethernet header and CRC are then the overhead.
+TEST(PortLimitsTest, UnlimitedFrameLengthCarriesJumboWithDefaultOverhead) {
+  constexpr DeviceFrameLimits kNoLimit{68, kUnlimitedMtu, 0xffffffffu};
+  EXPECT_EQ(L2Overhead(kNoLimit), kDefaultL2Overhead);
+  EXPECT_EQ(DeviceMaxMtu(kNoLimit), kUnlimitedMtu);
+  EXPECT_TRUE(CheckPortMtu("v0", "net_vhost", 9000, kNoLimit).ok());
+  EXPECT_EQ(MbufDataRoomFor(9000, L2Overhead(kNoLimit), 128, 2176), 128u + 9000u + 18u);
 }
 
 TEST(PortLimitsTest, MtuBelowDeviceMinimumIsNamed) {

@@ -18,11 +18,20 @@ port cannot carry.
   limit: a daemon configured with mtu 9000 on net_af_packet (DPDK 22.11
          accepts at most 1518-byte frames there) exits non-zero at start-up
          with the error naming the port, the device's limit and the fix.
+  vhost: the same client runs (verified the same way) between two daemons
+         joined by vhost-user at MTU 9000: net_vhost on A (the backend,
+         listening on a socket the test creates), net_virtio_user on B.
+         Frames are copied between the processes' hugepage memory; no kernel
+         interface. Both ports must report mtu 9000 and frames larger than
+         1514 bytes on average, and no chained mbuf may arrive (every frame
+         in one mbuf).
 
-Neither needs hugepages (net_pcap and net_af_packet run with --no-huge).
+jumbo and limit need no hugepages (net_pcap and net_af_packet run with
+--no-huge); vhost needs 2 x VHOST_MEMORY_MB of them (virtio-user hands its
+memory to the backend by file descriptor: --in-memory --single-file-segments).
 
   mtu_jumbo.py CASE --iwarpd PATH --iwarpctl PATH
-  CASE: jumbo | limit
+  CASE: jumbo | vhost | limit
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no netns, no dumpcap).
 """
@@ -135,6 +144,64 @@ class VdevDaemon(VdevPort, iwd.MemifDaemon):
                          tcp_extra=TCP_FAST_RECOVERY, main_lcore=main_lcore,
                          worker_lcore=worker_lcore)
         self.use_port(ns, vdev, mtu)
+
+
+class VhostPort:
+    """Mixin for the daemon harnesses: the port is one end of a vhost-user
+    link, net_vhost (the vhost-user backend, listening on `sock`) on one
+    daemon and net_virtio_user (the virtio front end, connecting to it) on
+    the other, at `mtu`. Frames move by memory copy between the processes;
+    no kernel interface is involved. virtio-user shares its memory with the
+    backend by file descriptor, so both run on hugepages with
+    --single-file-segments (one file per memory list: vhost-user accepts at
+    most 8 memory regions) and --in-memory (EAL refuses
+    --single-file-segments beside iwarpd's --huge-unlink otherwise). Fewer mbufs than the harness default keep the
+    hugepage use small (VHOST_MBUFS of 9.2 KiB: about 37 MiB)."""
+
+    def use_vhost(self, vdev, mtu):
+        self.vdev, self.mtu = vdev, mtu
+
+    def config_text(self):
+        text = super().config_text()
+        memif = '    vdev: "net_memif0,role=%s,socket=%s,socket-abstract=no"\n' % (self.role,
+                                                                                 self.sock)
+        check(memif in text and "  hugepages: on\n" in text and "  mbufs: 16383\n" in text,
+              "the daemon harness config has the memif port, hugepages and mbufs lines")
+        text = text.replace(memif, '    vdev: "%s"\n    mtu: %d\n' % (self.vdev, self.mtu))
+        text = text.replace("  hugepages: on\n", '  hugepages: on\n  extra_args: '
+                            '["--in-memory", "--single-file-segments"]\n')
+        text = text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB,
+                            "  memory_mb: %d\n" % VHOST_MEMORY_MB)
+        return text.replace("  mbufs: 16383\n", "  mbufs: %d\n  data_room: %d\n" %
+                            (VHOST_MBUFS, VHOST_DATA_ROOM))
+
+
+VHOST_MEMORY_MB = 96
+VHOST_MBUFS = 4095
+VHOST_DATA_ROOM = 9216  # headroom 128 + the largest frame (9000 + 30 on virtio)
+
+
+def vhost_vdev(sock):
+    return "net_vhost0,iface=%s,queues=1" % sock
+
+
+def virtio_user_vdev(sock):
+    # queue_size 1024 (default 256): net_vhost's transmit copies into the
+    # virtio side's receive ring and has no queue of its own, so with 256
+    # descriptors a burst while the receiving worker is descheduled ends as
+    # tx_ring_full drops on the vhost daemon and TCP retransmissions.
+    return "net_virtio_user0,path=%s,queues=1,queue_size=1024" % sock
+
+
+class VhostDaemon(VhostPort, iwd.MemifDaemon):
+    """A services daemon on one end of a vhost-user link (VhostPort), in a
+    namespace of its own."""
+
+    def __init__(self, args, name, ip, vdev, mtu, services, iwarp="", main_lcore=0,
+                 worker_lcore=1):
+        super().__init__(args, name, ip, "server", "unused", services, iwarp=iwarp,
+                         main_lcore=main_lcore, worker_lcore=worker_lcore)
+        self.use_vhost(vdev, mtu)
 
 
 def pcap_vdev(iface):
@@ -269,6 +336,75 @@ def case_jumbo(args):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def case_vhost(args):
+    """MTU 9000 over vhost-user (net_vhost on A, net_virtio_user on B):
+    verified RDMA Write / Read / Send, every frame one mbuf, frames larger
+    than 1514 bytes on both ports."""
+    if iwd.free_hugepage_mib() < 2 * VHOST_MEMORY_MB:
+        log("SKIP: vhost-user needs hugepages (virtio-user shares its memory by file "
+            "descriptor): %d MiB free, %d MiB needed" %
+            (iwd.free_hugepage_mib(), 2 * VHOST_MEMORY_MB))
+        sys.exit(iwd.SKIP)
+    work = tempfile.mkdtemp(prefix="iwarpd_vhost_")
+    sock = os.path.join(work, "vhost.sock")
+    a = b = None
+    try:
+        a = VhostDaemon(args, "va", iwd.A_IP, vhost_vdev(sock), MTU, iwd.responder_services(),
+                        iwd.RESPONDER_IWARP)
+        a.start()
+        clients = [("w64k", "write", 65536, 256, 8), ("r64k", "read", 65536, 256, 8),
+                   ("s64k", "send", 65536, 128, 4), ("w1m", "write", MIB, 16, 4)]
+        services = "".join(iwd.client(*c) for c in clients)
+        b = VhostDaemon(args, "vb", iwd.B_IP, virtio_user_vdev(sock), MTU, services,
+                        main_lcore=1, worker_lcore=0)
+        b.start()
+        deadline = time.time() + 40
+        while True:
+            svcs = b.services_by_name()
+            if all(svcs[c[0]].get("run") in ("ok", "failed") for c in clients):
+                break
+            if time.time() > deadline:
+                raise TestFailure("client runs did not finish in 40 s: %s" % svcs)
+            time.sleep(0.2)
+        for c in clients:
+            iwd.check_run(svcs, *c)
+        ports = {d.prefix: d.ctl_json("ports") for d in (a, b)}
+        totals = {d.prefix: d.totals() for d in (a, b)}
+        for d in (a, b):
+            tcp = d.ctl_json("tcp")["total"]
+            reasons = {k: v for k, v in totals[d.prefix].items()
+                       if k.startswith("drop_") and v}
+            log("%s: %d drops %s; TCP %d segments out, %d retransmitted, %d timeouts" %
+                (d.prefix, totals[d.prefix]["drops"], reasons, tcp["segments_out"],
+                 tcp["retransmitted_segments"], tcp["timeouts"]))
+        b.stop()
+        a.stop()
+        for d, driver in ((a, "net_vhost"), (b, "net_virtio_user")):
+            port = ports[d.prefix]["port_0"]
+            avg = port["obytes"] / max(1, port["opackets"])
+            check(port["mtu"] == MTU and port["driver"] == driver and avg > 1514,
+                  "%s: port mtu %d on %s sent %d frames, %d bytes: %.0f bytes per frame" %
+                  (d.prefix, port["mtu"], port["driver"], port["opackets"], port["obytes"], avg))
+            key = "drop_rx_multi_segment"
+            check(key in totals[d.prefix], "%s: stats name %s" % (d.prefix, key))
+            multi = totals[d.prefix][key]
+            check(multi == 0, "%s: no chained (multi-segment) mbufs received (%d)" %
+                  (d.prefix, multi))
+    except TestFailure:
+        for d in (a, b):
+            if d is not None:
+                log("--- %s log:\n%s" % (d.prefix, d.log()[-4000:]))
+                for what in ("stats", "tcp", "ports"):
+                    r = run([args.iwarpctl, "--prefix", d.prefix, what], check_rc=False)
+                    log(r.stdout + r.stderr)
+        raise
+    finally:
+        for d in (b, a):
+            if d is not None:
+                d.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def case_limit(args):
     link = VethPair(MTU)
     d = None
@@ -298,14 +434,14 @@ def case_limit(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["jumbo", "limit"])
+    p.add_argument("case", choices=["jumbo", "vhost", "limit"])
     p.add_argument("--iwarpd", required=True)
     p.add_argument("--iwarpctl", required=True)
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(TestFailure("terminated")))
     iwd.dpi.skip_unless_possible()
     try:
-        {"jumbo": case_jumbo, "limit": case_limit}[args.case](args)
+        {"jumbo": case_jumbo, "vhost": case_vhost, "limit": case_limit}[args.case](args)
     except TestFailure as e:
         log("FAIL: %s" % e)
         return 1

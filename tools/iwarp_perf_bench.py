@@ -7,11 +7,20 @@ with the same pattern, in one run. Each row names the link iwarpd used:
 
   memif       net_memif between the two daemons (shared memory). DPDK 22.11's
               net_memif carries frames of at most 1518 bytes, so MTU 1500 only.
-  pcap/veth   net_pcap on each end of a veth pair (two namespaces, the veth
-              MTU the row's MTU): every frame is a packet-socket send and
-              receive through the kernel, the link that carries MTU 9000
-              here (tests/mtu_jumbo.py). Rows at MTU 1500 and 9000, so the
-              MTU's effect is read on the same link.
+  vhost       vhost-user: net_vhost (the backend) on the server's daemon,
+              net_virtio_user on the client's; frames are copied between
+              the processes' hugepage memory, no kernel on the path. The
+              link that carries MTU 9000 at memory speed
+              (tests/mtu_jumbo.py vhost). Rows at every MTU, so the MTU's
+              effect is read on the same link.
+  pcap/veth   (--links ...,pcap) net_pcap on each end of a veth pair (two
+              namespaces, the veth MTU the row's MTU): every frame is a
+              packet-socket send and receive through the kernel, and libpcap
+              hands received frames over in blocks (DPDK 22.11's net_pcap
+              does not ask for immediate mode), so these rows measure that
+              link more than iwarpd; they use their own, smaller counts
+              (--count-pcap-4k/--count-pcap-64k), as an iwarp-perf server
+              gives up on a size that takes more than 10 s.
 
   write_bw 4 KiB / 64 KiB   iwarp-perf write_bw, queue depth 16, MTU 1500
                             (memif and pcap/veth) and 9000 (pcap/veth)
@@ -36,17 +45,15 @@ numbers (the load average is printed with the table).
 
   iwarp_perf_bench.py --iwarpd PATH --iwarpctl PATH --perf PATH
                       [--count-4k N] [--count-64k N] [--count-send N]
-                      [--count-lat N] [--count-pcap-4k N] [--count-pcap-64k N]
-                      [--mtus 1500,9000]
+                      [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
+                      [--count-pcap-4k N] [--count-pcap-64k N]
+                      [--mtus 1500,9000] [--links memif,vhost[,pcap]]
 
-The pcap/veth rows use their own (smaller) counts: every frame there costs a
-packet-socket system call on each side, and libpcap hands received frames
-over in blocks (DPDK 22.11's net_pcap does not ask for immediate mode), so
-the link is slow, and an iwarp-perf server gives up on a size that takes
-more than 10 s.
+The vhost rows move the same bytes as the kernel's unless --count-vhost-*
+say otherwise.
 
-Needs root and hugepages (memif); prints the reason and exits 77 otherwise.
-The pcap/veth rows need no hugepages.
+Needs root and hugepages (memif, vhost); prints the reason and exits 77
+otherwise. The pcap/veth rows need no hugepages.
 """
 
 import argparse
@@ -64,7 +71,7 @@ sys.path.insert(0, HERE)
 import appif_wire_dataplane as aw  # noqa: E402  (application-interface memif daemons)
 import iwarp_bench as ib  # noqa: E402  (kernel bulk sink / echo server)
 import iwarp_dataplane as iwd  # noqa: E402
-import mtu_jumbo as mj  # noqa: E402  (net_pcap on a veth pair at a given MTU)
+import mtu_jumbo as mj  # noqa: E402  (vhost-user and net_pcap/veth ports at a given MTU)
 
 NS_A = "iwpb_a%d" % os.getpid()
 NS_B = "iwpb_b%d" % os.getpid()
@@ -116,6 +123,11 @@ class BenchDaemon(aw.AppDaemon):
 class PcapBenchDaemon(mj.VdevPort, BenchDaemon):
     """An application-interface daemon on net_pcap over one end of a veth
     pair (mtu_jumbo.VethPair), at the veth's MTU."""
+
+
+class VhostBenchDaemon(mj.VhostPort, BenchDaemon):
+    """An application-interface daemon on one end of a vhost-user link
+    (mtu_jumbo.VhostPort: net_vhost or net_virtio_user), at a given MTU."""
 
 
 def perf_pair(args, a, b, test, size, iters):
@@ -206,6 +218,35 @@ def iwarpd_pcap_runs(args, mtu):
         link.delete()
 
 
+def iwarpd_vhost_runs(args, mtu):
+    """vhost-user rows at `mtu` (net_vhost on the server's daemon,
+    net_virtio_user on the client's); also the client's TCP segments and
+    retransmissions and the frames each port sent."""
+    d = tempfile.mkdtemp(prefix="iwarpd_pv_")
+    sock = os.path.join(d, "vhost.sock")
+    a = VhostBenchDaemon(args, "va", iwd.A_IP, "server", "unused", main_lcore=0, worker_lcore=1)
+    a.use_vhost(mj.vhost_vdev(sock), mtu)
+    b = VhostBenchDaemon(args, "vb", iwd.B_IP, "client", "unused", main_lcore=1, worker_lcore=0)
+    b.use_vhost(mj.virtio_user_vdev(sock), mtu)
+    out = {}
+    try:
+        a.start()
+        b.start()
+        out["w4k"] = perf_pair(args, a, b, "write_bw", 4096, args.count_vhost_4k)[2]
+        out["w64k"] = perf_pair(args, a, b, "write_bw", 65536, args.count_vhost_64k)[2]
+        tcp = b.ctl_json("tcp")["total"]
+        port = b.ctl_json("ports")["port_0"]
+        out["rtx"] = ("client TCP: %d segments out, %d retransmitted, %d timeouts; %s sent "
+                      "%.0f bytes per frame, mtu %d" %
+                      (tcp["segments_out"], tcp["retransmitted_segments"], tcp["timeouts"],
+                       port["driver"], port["obytes"] / max(1, port["opackets"]), port["mtu"]))
+        return out
+    finally:
+        b.cleanup()
+        a.cleanup()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def kernel_runs(args, mtu, with_small):
     server = None
     try:
@@ -242,6 +283,22 @@ def kernel_runs(args, mtu, with_small):
         ib.sh("ip", "netns", "del", NS_B, check=False)
 
 
+def link_rows(notes, link, mtu, kern, runs):
+    """write_bw rows of one link at `mtu` beside the kernel's; a run that
+    fails is a row of n/a and a note with iwarp-perf's first and last line."""
+    try:
+        r = runs()
+        notes.append("MTU %d %s: %s" % (mtu, link, r["rtx"]))
+        mine = (r["w4k"], r["w64k"])
+    except (aw.TestFailure, RuntimeError) as e:
+        lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+        notes.append("MTU %d %s: iwarpd did not run: %s" %
+                     (mtu, link, " / ".join(lines[:1] + lines[-1:])))
+        mine = (None, None)
+    return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True),
+            ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iwarpd", required=True)
@@ -251,15 +308,32 @@ def main():
     ap.add_argument("--count-64k", type=int, default=8000)
     ap.add_argument("--count-send", type=int, default=100000)
     ap.add_argument("--count-lat", type=int, default=5000)
+    ap.add_argument("--count-vhost-4k", type=int, default=None,
+                    help="vhost rows' 4 KiB count (default --count-4k)")
+    ap.add_argument("--count-vhost-64k", type=int, default=None,
+                    help="vhost rows' 64 KiB count (default --count-64k)")
     ap.add_argument("--count-pcap-4k", type=int, default=400)
     ap.add_argument("--count-pcap-64k", type=int, default=100)
     ap.add_argument("--mtus", default="1500,9000")
+    ap.add_argument("--links", default="memif,vhost",
+                    help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
     args = ap.parse_args()
+    if args.count_vhost_4k is None:
+        args.count_vhost_4k = args.count_4k
+    if args.count_vhost_64k is None:
+        args.count_vhost_64k = args.count_64k
+    links = args.links.split(",")
+    if not links or any(l not in ("memif", "vhost", "pcap") for l in links):
+        print("--links takes memif, vhost and pcap, comma-separated: %s" % args.links)
+        return 2
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces, veth devices)")
         return 77
-    if iwd.free_hugepage_mib() < 2 * iwd.MEMORY_MB:
-        print("SKIP: net_memif needs %d MiB of free hugepages" % (2 * iwd.MEMORY_MB))
+    need = max(2 * iwd.MEMORY_MB if "memif" in links else 0,
+               2 * mj.VHOST_MEMORY_MB if "vhost" in links else 0)
+    if iwd.free_hugepage_mib() < need:
+        print("SKIP: net_memif / vhost-user need %d MiB of free hugepages (%d free)" %
+              (need, iwd.free_hugepage_mib()))
         return 77
     mtus = [int(m) for m in args.mtus.split(",")]
     rows = []
@@ -267,7 +341,7 @@ def main():
     for i, mtu in enumerate(mtus):
         small = i == 0
         kern = kernel_runs(args, mtu, small)
-        if mtu <= MEMIF_MAX_MTU:
+        if "memif" in links and mtu <= MEMIF_MAX_MTU:
             ours = iwarpd_runs(args, small)
             rows += [("write_bw 4 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w4k"], kern["w4k"],
                       True),
@@ -284,23 +358,13 @@ def main():
                           False),
                          ("write_lat 64 B RTT min, memif (us)", ours["wlat_min"],
                           kern["wlat_min"], False)]
-        else:
+        elif "memif" in links:
             notes.append("MTU %d: no memif rows (DPDK 22.11 net_memif carries at most 1518-byte "
                          "frames; iwarpd refuses the port at start-up)" % mtu)
-        try:
-            pc = iwarpd_pcap_runs(args, mtu)
-            rows += [("write_bw 4 KiB, MTU %d, pcap/veth (MiB/s)" % mtu, pc["w4k"], kern["w4k"],
-                      True),
-                     ("write_bw 64 KiB, MTU %d, pcap/veth (MiB/s)" % mtu, pc["w64k"],
-                      kern["w64k"], True)]
-            notes.append("MTU %d pcap/veth: %s" % (mtu, pc["rtx"]))
-        except (aw.TestFailure, RuntimeError) as e:
-            lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-            notes.append("MTU %d pcap/veth: iwarpd did not run: %s" %
-                         (mtu, " / ".join(lines[:1] + lines[-1:])))
-            rows += [("write_bw 4 KiB, MTU %d, pcap/veth (MiB/s)" % mtu, None, kern["w4k"], True),
-                     ("write_bw 64 KiB, MTU %d, pcap/veth (MiB/s)" % mtu, None, kern["w64k"],
-                      True)]
+        if "vhost" in links:
+            rows += link_rows(notes, "vhost", mtu, kern, lambda: iwarpd_vhost_runs(args, mtu))
+        if "pcap" in links:
+            rows += link_rows(notes, "pcap/veth", mtu, kern, lambda: iwarpd_pcap_runs(args, mtu))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
           "kernel TCP over veth at the same MTU (Python sockets); load average %s" %
           (DEPTH, " ".join(open("/proc/loadavg").read().split()[:3])))
