@@ -84,6 +84,7 @@ class SctpEndpoint::Sink final : public PacketSink {
       ep_->Count(EndpointCounter::kTxUnknownConn);
       return;
     }
+    const_cast<Peer*>(p)->last_active_ms = ep_->now_ms_;
     out_->Transmit(p->ip, packet);
   }
 
@@ -135,7 +136,7 @@ SctpEndpoint::Peer* SctpEndpoint::FindPeer(uint32_t ip) const {
   // Linear over a small table (max_peers, default 64), used entries first.
   for (size_t i = 0; i < peer_count_; ++i) {
     Peer* p = const_cast<Peer*>(&peers_[i]);
-    if (p->ip == ip) {
+    if (p->used && p->ip == ip) {
       last_peer_ = p;
       return p;
     }
@@ -144,10 +145,18 @@ SctpEndpoint::Peer* SctpEndpoint::FindPeer(uint32_t ip) const {
 }
 
 SctpEndpoint::Peer* SctpEndpoint::AddPeer(uint32_t ip) {
-  if (peer_count_ == peers_.size()) return nullptr;
-  Peer* p = &peers_[peer_count_++];
+  if (live_peers_ == peers_.size()) return nullptr;
+  Peer* p = nullptr;
+  if (live_peers_ < peer_count_) {  // a reclaimed entry is free
+    for (size_t i = 0; i < peer_count_ && p == nullptr; ++i) {
+      if (!peers_[i].used) p = &peers_[i];
+    }
+  }
+  if (p == nullptr) p = &peers_[peer_count_++];
   p->ip = ip;
   p->used = true;
+  p->last_active_ms = now_ms_;
+  ++live_peers_;
   host_->RegisterConn(p);
   Count(EndpointCounter::kPeersAdded);
   last_peer_ = p;
@@ -155,6 +164,27 @@ SctpEndpoint::Peer* SctpEndpoint::AddPeer(uint32_t ip) {
 }
 
 void* SctpEndpoint::CookieOf(uint32_t ip) const { return FindPeer(ip); }
+
+void SctpEndpoint::ReclaimIdlePeers() {
+  for (size_t i = 0; i < peer_count_; ++i) {
+    Peer& p = peers_[i];
+    if (!p.used || now_ms_ - p.last_active_ms < config_.peer_idle_ms) continue;
+    bool in_use = false;
+    for (const SctpAssociation* a : assocs_) {
+      in_use |= a != nullptr && a->remote_ip_ == p.ip;
+    }
+    if (in_use) {
+      p.last_active_ms = now_ms_;  // look again after another idle period
+      continue;
+    }
+    host_->DeregisterConn(&p);
+    if (last_peer_ == &p) last_peer_ = nullptr;
+    p.used = false;
+    p.ip = 0;
+    --live_peers_;
+    Count(EndpointCounter::kPeersReclaimed);
+  }
+}
 
 void SctpEndpoint::Input(uint32_t src_ip, ByteSpan sctp_packet) {
   Peer* p = FindPeer(src_ip);
@@ -177,10 +207,17 @@ void SctpEndpoint::Input(uint32_t src_ip, ByteSpan sctp_packet) {
       return;
     }
   }
+  p->last_active_ms = now_ms_;
   host_->Input(p, sctp_packet);
 }
 
 void SctpEndpoint::Poll(uint64_t now_ms) {
+  if (now_ms_ == 0) {
+    // First Poll: peers made before it date from now.
+    for (size_t i = 0; i < peer_count_; ++i) peers_[i].last_active_ms = now_ms;
+    last_reclaim_ms_ = now_ms;
+  }
+  now_ms_ = now_ms;
   host_->Poll(now_ms);
   // Passive opens first, so that their COMM_UP is read below in this call.
   for (size_t i = 0; i < listeners_.size(); ++i) {
@@ -217,6 +254,12 @@ void SctpEndpoint::Poll(uint64_t now_ms) {
   // Compact freed slots (no reallocation: erase keeps capacity).
   if (live_associations_ < assocs_.size()) {
     assocs_.erase(std::remove(assocs_.begin(), assocs_.end(), nullptr), assocs_.end());
+  }
+  // Idle peers: looked at a few times per idle period (at most once a second).
+  if (config_.peer_idle_ms != 0 &&
+      now_ms - last_reclaim_ms_ >= std::clamp<uint64_t>(config_.peer_idle_ms / 4, 1, 1000)) {
+    last_reclaim_ms_ = now_ms;
+    ReclaimIdlePeers();
   }
 }
 

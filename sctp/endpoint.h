@@ -17,8 +17,13 @@
 //
 // Cookies (AF_CONN, INTEROP.md SCTP section): an association to remote
 // address R binds and connects with R's cookie; listeners bind the wildcard
-// (no cookie), so an INIT arriving on any cookie is accepted. Cookies live
-// until the endpoint is destroyed (there are at most max_peers).
+// (no cookie), so an INIT arriving on any cookie is accepted. At most
+// max_peers cookies exist at once; a remote address that has had no tracked
+// association and no packet in either direction for peer_idle_ms gives its
+// cookie back (usrsctp keeps no association on it by then: every association
+// on a cookie is tracked from its COOKIE ECHO or INIT on, and a dropped
+// handle aborts its association), so a node serving many clients over time
+// does not run out of peers.
 //
 // Threading: usrsctp has one global stack per process, so at most one
 // SctpEndpoint exists (Create() fails otherwise). Every call, and every call
@@ -62,6 +67,8 @@ namespace iwarp::sctp {
   X(kRxNewPeerBadCrc, "sctp_rx_new_peer_bad_crc",                                                \
     "drop: first packet from a new address failed the CRC32c (no link made)")                    \
   X(kPeersAdded, "sctp_peers_added", "remote addresses given an AF_CONN link")                    \
+  X(kPeersReclaimed, "sctp_peers_reclaimed",                                                     \
+    "AF_CONN links given back: no association and no packet for peer_idle_ms")                   \
   X(kConnects, "sctp_connects", "associations opened actively")                                  \
   X(kAccepts, "sctp_accepts", "associations accepted by a listener")                             \
   X(kAcceptOverflow, "sctp_accept_overflow",                                                      \
@@ -85,6 +92,10 @@ struct EndpointConfig {
   AssociationConfig association;
   // Remote addresses that can have a link cookie at once.
   uint32_t max_peers = 64;
+  // A remote address with no tracked association and no packet either way
+  // for this long gives its cookie back (0: cookies are kept until the
+  // endpoint goes). Longer than the SCTP handshake can take (RTO.Max).
+  uint32_t peer_idle_ms = 120'000;
   // Associations tracked (serviced by Poll) at once, active plus passive.
   uint32_t max_associations = 256;
   // Listeners at once.
@@ -223,7 +234,8 @@ class SctpEndpoint {
   // endpoint tracked, ended ones included.
   uint64_t ddp_total(DdpCounter c) const;
   uint64_t ends_total(StreamEnd e) const;
-  size_t peers() const { return peer_count_; }
+  // Remote addresses holding a cookie now.
+  size_t peers() const { return live_peers_; }
   const EndpointConfig& config() const { return config_; }
   UsrsctpHost& host() { return *host_; }
   // Calls f(const SctpAssociation&) for every tracked association.
@@ -243,12 +255,15 @@ class SctpEndpoint {
   struct Peer {
     uint32_t ip = 0;
     bool used = false;
+    uint64_t last_active_ms = 0;  // Poll clock of the last packet either way
   };
   class Sink;
 
   SctpEndpoint(const EndpointConfig& config, std::unique_ptr<UsrsctpHost> host);
   Peer* FindPeer(uint32_t ip) const;
   Peer* AddPeer(uint32_t ip);
+  // Gives back the cookies of idle peers without associations (Poll).
+  void ReclaimIdlePeers();
   bool Track(SctpAssociation* a);
   void Untrack(SctpAssociation* a);
   void Unlisten(SctpListener* l);
@@ -257,8 +272,11 @@ class SctpEndpoint {
   EndpointConfig config_;
   std::unique_ptr<UsrsctpHost> host_;
   std::vector<Peer> peers_;  // fixed size max_peers; cookies point into it
-  size_t peer_count_ = 0;
+  size_t peer_count_ = 0;  // entries ever used (high-water mark)
+  size_t live_peers_ = 0;
   mutable Peer* last_peer_ = nullptr;
+  uint64_t now_ms_ = 0;  // clock of the last Poll
+  uint64_t last_reclaim_ms_ = 0;
   std::vector<SctpAssociation*> assocs_;  // capacity max_associations; null = free slot
   size_t live_associations_ = 0;
   std::vector<SctpListener*> listeners_;  // capacity max_listeners; null = free slot

@@ -21,6 +21,9 @@ constexpr uint32_t kLocalIp = 0xC6120001;  // 198.18.0.1
 constexpr uint32_t kPeerA = 0xC6120002;    // 198.18.0.2
 constexpr uint32_t kPeerB = 0xC6120003;    // 198.18.0.3
 constexpr uint32_t kMaxPeers = 6;
+// Short, so that the reclaim test runs in about a second; every other test
+// keeps its peers busy (associations) or does not care whether they stay.
+constexpr uint32_t kPeerIdleMs = 300;
 
 SctpEndpoint* g_ep = nullptr;
 
@@ -31,6 +34,7 @@ class EndpointEnvironment : public ::testing::Environment {
     c.local_ip = kLocalIp;
     c.max_peers = kMaxPeers;
     c.max_associations = 8;
+    c.peer_idle_ms = kPeerIdleMs;
     c.association.rto_initial_ms = 100;
     c.association.rto_min_ms = 20;
     c.association.rto_max_ms = 400;
@@ -259,6 +263,60 @@ TEST(SctpEndpointTest, PeerTableBoundsNewAddresses) {
   auto c = g_ep->Connect(ip++, 7102, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+// A full peer table empties once its peers are idle without associations,
+// a peer with a live association keeps its link however long it is quiet,
+// and a reclaimed address can connect again.
+TEST(SctpEndpointTest, IdlePeersGiveTheirLinksBackAndBusyOnesKeepThem) {
+  Reflector r;
+  constexpr uint32_t kPeerC = 0xC6120004;  // 198.18.0.4
+  Acceptor acceptor;
+  auto listener = g_ep->Listen(7103, &acceptor);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  // Fill the table with addresses that sent one SCTP packet each.
+  std::vector<uint8_t> pkt(32, 0);
+  SctpFillCrc(MutableByteSpan(pkt));
+  for (uint32_t ip = 0xC6120200; g_ep->peers() < kMaxPeers; ++ip) g_ep->Input(ip, ByteSpan(pkt));
+  const uint64_t full = g_ep->counter(EndpointCounter::kRxPeerTableFull);
+  g_ep->Input(0xC61202FF, ByteSpan(pkt));
+  EXPECT_EQ(g_ep->counter(EndpointCounter::kRxPeerTableFull), full + 1);
+  const uint64_t reclaimed = g_ep->counter(EndpointCounter::kPeersReclaimed);
+  ASSERT_TRUE(RunUntil(r, [&] { return g_ep->peers() == 0; }, 10 * kPeerIdleMs));
+  EXPECT_GE(g_ep->counter(EndpointCounter::kPeersReclaimed), reclaimed + kMaxPeers);
+
+  Events cc;
+  auto c = g_ep->Connect(kPeerC, 7103, &cc);
+  ASSERT_TRUE(c.ok()) << c.status();
+  cc.assoc = c->get();
+  ASSERT_TRUE(RunUntil(r, [&] { return cc.up && acceptor.accepted.size() == 1; }));
+  void* const cookie = g_ep->CookieOf(kPeerC);
+  ASSERT_NE(cookie, nullptr);
+
+  // Quiet for several idle periods (SCTP heartbeats are 30 s apart), but
+  // the association holds the link.
+  RunUntil(r, [] { return false; }, 4 * kPeerIdleMs);
+  EXPECT_EQ(g_ep->CookieOf(kPeerC), cookie);
+  EXPECT_EQ((*c)->ddp().state(), DdpAssociation::State::kUp);
+
+  // Without associations the link goes after the idle period.
+  const uint64_t before = g_ep->counter(EndpointCounter::kPeersReclaimed);
+  c->reset();
+  acceptor.accepted.clear();
+  ASSERT_TRUE(RunUntil(r, [&] { return g_ep->CookieOf(kPeerC) == nullptr; }, 10 * kPeerIdleMs));
+  EXPECT_EQ(g_ep->counter(EndpointCounter::kPeersReclaimed), before + 1);
+  EXPECT_EQ(g_ep->associations(), 0u);
+
+  // The address connects again on a fresh link.
+  Events again;
+  auto c2 = g_ep->Connect(kPeerC, 7103, &again);
+  ASSERT_TRUE(c2.ok()) << c2.status();
+  again.assoc = c2->get();
+  ASSERT_TRUE(RunUntil(r, [&] { return again.up && acceptor.accepted.size() == 1; }));
+  ASSERT_EQ((*c2)->ddp().Initiate(2, {}), SendResult::kOk);
+  ASSERT_TRUE(RunUntil(r, [&] { return again.accepted[2]; }));
+  c2->reset();
+  acceptor.accepted.clear();
 }
 
 }  // namespace
