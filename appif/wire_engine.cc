@@ -87,6 +87,7 @@ struct WireEngine::Counters {
   WIRE_COUNTER(completions)
   WIRE_COUNTER(wrs_flushed)
   WIRE_COUNTER(bad_sqes)
+  WIRE_COUNTER(bad_rqes)
   WIRE_COUNTER(ring_corruptions)
   WIRE_COUNTER(requests)
   WIRE_COUNTER(requests_refused)
@@ -385,6 +386,7 @@ WireEngineStats WireEngine::stats() const {
   s.completions = r(c.completions);
   s.wrs_flushed = r(c.wrs_flushed);
   s.bad_sqes = r(c.bad_sqes);
+  s.bad_rqes = r(c.bad_rqes);
   s.ring_corruptions = r(c.ring_corruptions);
   s.requests = r(c.requests);
   s.requests_refused = r(c.requests_refused);
@@ -653,6 +655,16 @@ bool WireEngine::PushCqe(WireCq* cq, const Cqe& cqe) {
   return true;
 }
 
+bool WireEngine::PushMalformedCqe(WireQpContext* qp, WireCq* cq, uint64_t wr_id,
+                                  WcOpcode opcode) {
+  Cqe cqe;
+  cqe.wr_id = wr_id;
+  cqe.qp_id = qp->qp_id;
+  cqe.opcode = static_cast<uint8_t>(opcode);
+  cqe.status = static_cast<uint8_t>(WcStatus::kLocalQpOperation);
+  return PushCqe(cq, cqe);
+}
+
 uint32_t WireEngine::FeedRq(WireQpContext* qp) {
   const int64_t avail = qp->rq.Available();
   if (avail < 0) {
@@ -668,15 +680,9 @@ uint32_t WireEngine::FeedRq(WireQpContext* qp) {
     engine::RecvWr wr;
     wr.wr_id = rqe.wr_id;
     if (rqe.num_sge > kMaxSge || !SingleSge(rqe.sge, rqe.num_sge, &wr.local)) {
-      if (qp->rcq->ring.FreeSlots() < 1) break;
-      Cqe cqe;
-      cqe.wr_id = rqe.wr_id;
-      cqe.qp_id = qp->qp_id;
-      cqe.opcode = static_cast<uint8_t>(WcOpcode::kRecv);
-      cqe.status = static_cast<uint8_t>(WcStatus::kLocalQpOperation);
-      PushCqe(qp->rcq, cqe);
+      if (!PushMalformedCqe(qp, qp->rcq, rqe.wr_id, WcOpcode::kRecv)) break;
       qp->rq.Consume(1);
-      Bump(counters_->bad_sqes);
+      Bump(counters_->bad_rqes);
       continue;
     }
     if (qp->engine->PostRecv(wr) != engine::PostStatus::kOk) break;
@@ -709,13 +715,7 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     if (!shape_ok) {
       // A malformed request completes in error and ends the stream (as the
       // loopback engine does; RFC 5040 7: local catastrophic error).
-      if (qp->scq->ring.FreeSlots() < 1) break;
-      Cqe cqe;
-      cqe.wr_id = sqe.wr_id;
-      cqe.qp_id = qp->qp_id;
-      cqe.opcode = static_cast<uint8_t>(SqWcOpcode(sqe.opcode));
-      cqe.status = static_cast<uint8_t>(WcStatus::kLocalQpOperation);
-      PushCqe(qp->scq, cqe);
+      if (!PushMalformedCqe(qp, qp->scq, sqe.wr_id, SqWcOpcode(sqe.opcode))) break;
       qp->sq.Consume(1);
       Bump(counters_->bad_sqes);
       qp->engine->Abort(now_us_);

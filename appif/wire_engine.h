@@ -225,7 +225,8 @@ struct WireEngineStats {
   uint64_t recvs_posted = 0;
   uint64_t completions = 0;      // CQEs written
   uint64_t wrs_flushed = 0;      // SQ/RQ ring entries flushed by the worker
-  uint64_t bad_sqes = 0;         // malformed SQE/RQE (opcode, SGE count, SG list)
+  uint64_t bad_sqes = 0;         // malformed SQE (opcode, SGE count, SG list)
+  uint64_t bad_rqes = 0;         // malformed RQE (SGE count, SG list)
   uint64_t ring_corruptions = 0; // impossible ring index from an application
   uint64_t requests = 0;         // remote MPA Requests reported
   uint64_t requests_refused = 0; // no listener slot / pending slot / garbage
@@ -331,6 +332,9 @@ class WireEngine final : private engine::MemoryDomain {
   uint32_t MoveCompletions(WireQpContext* qp);
   uint32_t FlushRings(WireQpContext* qp);
   bool PushCqe(WireCq* cq, const Cqe& cqe);
+  // The completion of a malformed SQE/RQE (LOC_QP_OP_ERR); false if `cq`
+  // has no room (the entry stays in its ring for the next poll).
+  bool PushMalformedCqe(WireQpContext* qp, WireCq* cq, uint64_t wr_id, WcOpcode opcode);
   Pending* FindPending(uint32_t request_id);
 
   // RDMA over SCTP (wire_sctp.cc; wire_sctp_none.cc without usrsctp).

@@ -278,6 +278,9 @@ TEST_F(WireEngineTest, ImpossibleRingIndexIsCountedNotFollowed) {
   ASSERT_EQ(Reap(b_, &c, 1), 1u);
   EXPECT_EQ(c.wr_id, 9u);
   EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kLocalQpOperation));
+  EXPECT_EQ(c.opcode, static_cast<uint8_t>(WcOpcode::kRecv));
+  EXPECT_EQ(eb_->stats().bad_rqes, 1u);
+  EXPECT_EQ(eb_->stats().bad_sqes, 0u);
   EXPECT_EQ(b_.ctx->engine->state(), engine::QpState::kRts);
   // The application claims 1000 entries in an SQ of 64: counted, the QP
   // fails, no entry is read.

@@ -505,6 +505,7 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"wire_completions", w.completions},
       {"wire_wrs_flushed", w.wrs_flushed},
       {"wire_bad_sqes", w.bad_sqes},
+      {"wire_bad_rqes", w.bad_rqes},
       {"wire_ring_corruptions", w.ring_corruptions},
       {"wire_engine_requests", w.requests},
       {"wire_requests_refused", w.requests_refused},

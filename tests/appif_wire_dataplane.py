@@ -140,7 +140,8 @@ def main():
                   "%s: %d wire connections counted (%s)" % (role, n, app))
             check(app["wire_qps_active"] == 0, "%s: no wire QP left after the runs" % role)
             check(app["wire_ack_timeouts"] == 0 and app["wire_events_dropped"] == 0 and
-                  app["wire_bad_sqes"] == 0 and app["wire_ring_corruptions"] == 0,
+                  app["wire_bad_sqes"] == 0 and app["wire_bad_rqes"] == 0 and
+                  app["wire_ring_corruptions"] == 0,
                   "%s: no wire errors (%s)" % (role, app))
             check(app["wire_completions"] >= 2000 and app["wire_commands"] > 0,
                   "%s: wire completions and commands moved (%s)" % (role, app))

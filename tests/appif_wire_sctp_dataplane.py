@@ -192,7 +192,8 @@ def main():
                   "%s: %d wire connections counted (%s)" % (role, n, app))
             check(app["wire_qps_active"] == 0, "%s: no wire QP left after the runs" % role)
             check(app["wire_ack_timeouts"] == 0 and app["wire_events_dropped"] == 0 and
-                  app["wire_bad_sqes"] == 0 and app["wire_ring_corruptions"] == 0,
+                  app["wire_bad_sqes"] == 0 and app["wire_bad_rqes"] == 0 and
+                  app["wire_ring_corruptions"] == 0,
                   "%s: no wire errors (%s)" % (role, app))
         check(a.ctl_json("app")["wire_requests"] >= n + 1,
               "server: SCTP session Initiates and MPA Requests reported to the application")

@@ -107,8 +107,8 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
     absl::StrAppend(&out, "  wire WRs       posted ", app.Text("wire_wrs_posted"), "  recvs ",
                     app.Text("wire_recvs_posted"), "  completions ", app.Text("wire_completions"),
                     "  flushed ", app.Text("wire_wrs_flushed"), "\n");
-    absl::StrAppend(&out, "  wire errors    bad SQEs ", app.Text("wire_bad_sqes"),
-                    "  ring corruptions ", app.Text("wire_ring_corruptions"), "  requests ",
+    absl::StrAppend(&out, "  wire errors    bad SQEs ", app.Text("wire_bad_sqes"), "  bad RQEs ",
+                    app.Text("wire_bad_rqes"), "  ring corruptions ", app.Text("wire_ring_corruptions"), "  requests ",
                     app.Text("wire_engine_requests"), " (refused ", app.Text("wire_requests_refused"),
                     ")\n");
   }

@@ -173,7 +173,7 @@ TEST(IwarpctlFormat, App) {
       R"( "wire_qps_active": 1, "wire_connections": 1, "wire_ack_timeouts": 0,)"
       R"( "wire_requests": 1, "wire_engine": "on", "wire_commands": 5, "wire_events": 6,)"
       R"( "wire_events_dropped": 0, "wire_wrs_posted": 40, "wire_recvs_posted": 41,)"
-      R"( "wire_completions": 81, "wire_wrs_flushed": 2, "wire_bad_sqes": 1,)"
+      R"( "wire_completions": 81, "wire_wrs_flushed": 2, "wire_bad_sqes": 1, "wire_bad_rqes": 2,)"
       R"( "wire_ring_corruptions": 0, "wire_engine_requests": 1, "wire_requests_refused": 0,)"
       R"( "wire_engine_connections": 1})");
   ASSERT_TRUE(wire.ok()) << wire.status();
@@ -182,7 +182,7 @@ TEST(IwarpctlFormat, App) {
   EXPECT_NE(wire_text->find("  wire QPs       active 1  connected 1  MPA requests 1  ack timeouts 0\n"
                                  "  wire engine    commands 5  events 6 (dropped 0)  connections 1\n"
                                  "  wire WRs       posted 40  recvs 41  completions 81  flushed 2\n"
-                                 "  wire errors    bad SQEs 1  ring corruptions 0  requests 1 (refused 0)\n"),
+                                 "  wire errors    bad SQEs 1  bad RQEs 2  ring corruptions 0  requests 1 (refused 0)\n"),
             std::string::npos)
       << *wire_text;
   auto no_engine = ParseJson(R"({"state": "running", "wire_qps_active": 0, "wire_connections": 0,)"
