@@ -66,6 +66,7 @@ interfaces:
 workers: {lcores: [$3], idle_sleep_us: 20}
 app_interface: {enabled: true, socket_dir: $demo_dir}
 tcp: {send_buffer_bytes: 1048576, receive_buffer_bytes: 1048576, delayed_ack_us: 0}
+sctp: {enabled: true, send_buffer_bytes: 1048576, receive_buffer_bytes: 1048576}
 EOF_CFG
 }
 { pair_config iwarpd-demo-a 0 1 server 198.18.1.1; cat <<'EOF_CFG'
@@ -131,6 +132,13 @@ run_pair_perf() {  # run_pair_perf TEST ARGS...
 run_pair_perf write_bw -s 65536 -n 2000
 run_pair_perf read_bw -s 65536 -n 2000
 run_pair_perf send_lat -s 64 -n 2000
+# The same applications over RDMA over SCTP (RFC 5043): the DDP/RDMAP engine
+# on a DDP stream of an SCTP association instead of MPA over TCP.
+run_pair_perf write_bw -s 65536 -n 2000 --transport sctp
+run_pair_perf send_lat -s 64 -n 2000 --transport sctp
+echo
+echo "=== iwarpctl sctp on B (associations, usrsctp packets, DDP sessions)"
+build/tools/iwarpctl --prefix iwarpd-demo-b sctp
 stop_pair
 rm -rf "$demo_dir"
 
