@@ -6,6 +6,32 @@
 #include "absl/strings/str_cat.h"
 
 namespace iwarp::dataplane {
+// The DDP streams of one SCTP association and whether it came up or went
+// down: the association's events go to the streams (and so to their QPs).
+class StreamsOnAssociation : public sctp::DdpLlpEvents {
+ public:
+  explicit StreamsOnAssociation(uint16_t streams) : streams_(streams) {}
+  ~StreamsOnAssociation() override { streams_.set_association(nullptr); }
+  engine::SctpStreams& streams() { return streams_; }
+  bool down() const { return down_; }
+
+  void OnAssociationUp() override { up_ = true; }
+  void OnAssociationDown() override {
+    down_ = true;
+    streams_.OnAssociationDown();
+  }
+  void OnInitiate(uint16_t s, ByteSpan pd) override { streams_.OnInitiate(s, pd); }
+  void OnAccepted(uint16_t s, ByteSpan pd) override { streams_.OnAccepted(s, pd); }
+  void OnRejected(uint16_t s, ByteSpan pd) override { streams_.OnRejected(s, pd); }
+  void OnStreamEnded(uint16_t s, sctp::StreamEnd why) override { streams_.OnStreamEnded(s, why); }
+  void OnSegment(uint16_t s, ByteSpan seg) override { streams_.OnSegment(s, seg); }
+
+ protected:
+  engine::SctpStreams streams_;
+  bool up_ = false;
+  bool down_ = false;
+};
+
 namespace {
 
 using engine::Completion;
@@ -51,42 +77,26 @@ tcp::FourTuple SctpTuple(uint32_t local_ip, uint16_t local_port, uint32_t remote
 
 // One accepted association of an SCTP responder: its streams, with QPs from
 // the responder's pool on some of them.
-class ResponderAssociation final : public sctp::DdpLlpEvents {
+class ResponderAssociation final : public StreamsOnAssociation {
  public:
   ResponderAssociation(std::unique_ptr<sctp::SctpAssociation> a, uint16_t streams)
-      : assoc_(std::move(a)), streams_(streams) {
+      : StreamsOnAssociation(streams), assoc_(std::move(a)) {
     streams_.set_association(&assoc_->ddp());
     assoc_->set_events(this);
   }
-  ~ResponderAssociation() override { streams_.set_association(nullptr); }
-  engine::SctpStreams& streams() { return streams_; }
   const sctp::SctpAssociation& assoc() const { return *assoc_; }
-  bool down() const { return down_; }
-
-  void OnAssociationDown() override {
-    down_ = true;
-    streams_.OnAssociationDown();
-  }
-  void OnInitiate(uint16_t s, ByteSpan pd) override { streams_.OnInitiate(s, pd); }
-  void OnAccepted(uint16_t s, ByteSpan pd) override { streams_.OnAccepted(s, pd); }
-  void OnRejected(uint16_t s, ByteSpan pd) override { streams_.OnRejected(s, pd); }
-  void OnStreamEnded(uint16_t s, sctp::StreamEnd why) override { streams_.OnStreamEnded(s, why); }
-  void OnSegment(uint16_t s, ByteSpan seg) override { streams_.OnSegment(s, seg); }
 
  private:
   std::unique_ptr<sctp::SctpAssociation> assoc_;
-  engine::SctpStreams streams_;
-  bool down_ = false;
 };
 
 }  // namespace
 
 // An association iwarp_clients share (see SctpServiceHost).
-class SharedSctpAssociation final : public sctp::DdpLlpEvents {
+class SharedSctpAssociation final : public StreamsOnAssociation {
  public:
   SharedSctpAssociation(SctpServiceHost* host, uint32_t remote, uint16_t port)
-      : host_(host), remote_(remote), port_(port), streams_(host->streams()) {}
-  ~SharedSctpAssociation() override { streams_.set_association(nullptr); }
+      : StreamsOnAssociation(host->streams()), host_(host), remote_(remote), port_(port) {}
 
   uint32_t remote() const { return remote_; }
   uint16_t port() const { return port_; }
@@ -126,33 +136,17 @@ class SharedSctpAssociation final : public sctp::DdpLlpEvents {
     if (users_ > 0 && --users_ == 0 && assoc_ != nullptr && !down_) assoc_->ddp().Shutdown();
   }
   bool up() const { return up_ && !down_; }
-  bool down() const { return down_; }
-  engine::SctpStreams& streams() { return streams_; }
   const sctp::SctpAssociation* assoc() const { return assoc_.get(); }
-
-  void OnAssociationUp() override { up_ = true; }
-  void OnAssociationDown() override {
-    down_ = true;
-    streams_.OnAssociationDown();
-  }
-  void OnInitiate(uint16_t s, ByteSpan pd) override { streams_.OnInitiate(s, pd); }
-  void OnAccepted(uint16_t s, ByteSpan pd) override { streams_.OnAccepted(s, pd); }
-  void OnRejected(uint16_t s, ByteSpan pd) override { streams_.OnRejected(s, pd); }
-  void OnStreamEnded(uint16_t s, sctp::StreamEnd why) override { streams_.OnStreamEnded(s, why); }
-  void OnSegment(uint16_t s, ByteSpan seg) override { streams_.OnSegment(s, seg); }
 
  private:
   SctpServiceHost* host_;
   uint32_t remote_;
   uint16_t port_;
-  engine::SctpStreams streams_;
   bool Taken(int32_t s) const { return std::find(taken_.begin(), taken_.end(), s) != taken_.end(); }
 
   std::unique_ptr<sctp::SctpAssociation> assoc_;
   std::vector<int32_t> taken_;  // streams given to clients (control path)
   uint32_t users_ = 0;
-  bool up_ = false;
-  bool down_ = false;
 };
 
 SctpServiceHost::SctpServiceHost(sctp::SctpEndpoint* endpoint, uint16_t streams)
