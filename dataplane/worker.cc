@@ -321,55 +321,14 @@ bool Worker::PortOwnedHere(void* worker, const tcp::FourTuple& t) {
 
 bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
                          std::span<const ByteSpan> payload) {
-  size_t l4 = tcp_header.size();
-  for (ByteSpan p : payload) l4 += p.size();
+  return EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload);
+}
+
+bool Worker::EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan first,
+                      std::span<const ByteSpan> rest) {
+  size_t l4 = first.size();
+  for (ByteSpan p : rest) l4 += p.size();
   const size_t total = kEthHeaderLen + kIpv4MinHeaderLen + l4;
-  rte_mempool* pool = tx_.empty() ? nullptr : pool_[tx_[0].port_id];
-  rte_mbuf* m = pool != nullptr ? rte_pktmbuf_alloc(pool) : nullptr;
-  if (m == nullptr) {
-    stats_->Drop(DropReason::kNoMbuf);
-    return false;
-  }
-  uint8_t* f = total <= UINT16_MAX
-                   ? rte_pktmbuf_mtod(m, uint8_t*) : nullptr;
-  if (f == nullptr || rte_pktmbuf_append(m, static_cast<uint16_t>(total)) == nullptr) {
-    rte_pktmbuf_free(m);
-    stats_->Drop(DropReason::kNoMbuf);
-    return false;
-  }
-  // MACs are written once the next hop is known (TransmitResolved).
-  std::memset(f, 0, kEthTypeOffset);
-  StoreBe16(f + kEthTypeOffset, kEtherTypeIpv4);
-  WriteIpv4Header(MutableByteSpan(f + kEthHeaderLen, kIpv4MinHeaderLen), kIpProtoTcp, src_ip,
-                  dst_ip, static_cast<uint16_t>(l4), ip_id_++);
-  uint8_t* out = f + kEthHeaderLen + kIpv4MinHeaderLen;
-  std::memcpy(out, tcp_header.data(), tcp_header.size());
-  out += tcp_header.size();
-  for (ByteSpan p : payload) {
-    std::memcpy(out, p.data(), p.size());
-    out += p.size();
-  }
-  NextHop nh;
-  switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
-    case ResolveResult::kResolved:
-      TransmitResolved(m, nh.port, nh.src_mac, nh.dst_mac);
-      break;
-    case ResolveResult::kQueued:   // sent when ARP answers
-    case ResolveResult::kDropped:  // freed and counted; TCP retransmits
-      break;
-  }
-  return true;
-}
-
-uint32_t Worker::SourceFor(uint32_t dst_ip) const {
-  for (const InterfaceAddress& a : local_addrs_) {
-    if (a.Contains(dst_ip)) return a.addr;
-  }
-  return local_addrs_.empty() ? 0 : local_addrs_[0].addr;
-}
-
-bool Worker::EmitDatagram(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan payload) {
-  const size_t total = kEthHeaderLen + kIpv4MinHeaderLen + payload.size();
   rte_mempool* pool = tx_.empty() ? nullptr : pool_[tx_[0].port_id];
   rte_mbuf* m = pool != nullptr ? rte_pktmbuf_alloc(pool) : nullptr;
   if (m == nullptr) {
@@ -388,18 +347,35 @@ bool Worker::EmitDatagram(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteS
   std::memset(f, 0, kEthTypeOffset);
   StoreBe16(f + kEthTypeOffset, kEtherTypeIpv4);
   WriteIpv4Header(MutableByteSpan(f + kEthHeaderLen, kIpv4MinHeaderLen), proto, src_ip, dst_ip,
-                  static_cast<uint16_t>(payload.size()), ip_id_++);
-  std::memcpy(f + kEthHeaderLen + kIpv4MinHeaderLen, payload.data(), payload.size());
+                  static_cast<uint16_t>(l4), ip_id_++);
+  uint8_t* out = f + kEthHeaderLen + kIpv4MinHeaderLen;
+  if (!first.empty()) std::memcpy(out, first.data(), first.size());
+  out += first.size();
+  for (ByteSpan p : rest) {
+    if (!p.empty()) std::memcpy(out, p.data(), p.size());
+    out += p.size();
+  }
   NextHop nh;
   switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
     case ResolveResult::kResolved:
       TransmitResolved(m, nh.port, nh.src_mac, nh.dst_mac);
       break;
     case ResolveResult::kQueued:   // sent when ARP answers
-    case ResolveResult::kDropped:  // freed and counted; SCTP retransmits
+    case ResolveResult::kDropped:  // freed and counted; the transport retransmits
       break;
   }
   return true;
+}
+
+uint32_t Worker::SourceFor(uint32_t dst_ip) const {
+  for (const InterfaceAddress& a : local_addrs_) {
+    if (a.Contains(dst_ip)) return a.addr;
+  }
+  return local_addrs_.empty() ? 0 : local_addrs_[0].addr;
+}
+
+bool Worker::EmitDatagram(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan payload) {
+  return EmitIpv4(proto, src_ip, dst_ip, payload, {});
 }
 
 uint32_t Worker::DrainSctp() {

@@ -217,6 +217,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // Ethernet + IPv4 (protocol `proto`) around `payload` in a fresh mbuf, next
   // hop through L3Stack::Resolve; false if no mbuf (counted).
   bool EmitDatagram(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan payload);
+  // The one IPv4 transmit path of EmitSegment and EmitDatagram: Ethernet +
+  // IPv4 (protocol `proto`) around `first` then `rest`, copied into a fresh
+  // mbuf, next hop through L3Stack::Resolve; false if no mbuf (counted).
+  bool EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan first,
+                std::span<const ByteSpan> rest);
   uint32_t SourceFor(uint32_t dst_ip) const;
   // Timers, services and the wire engine; returns the wire engine's work
   // (application QPs count as activity: no idle sleep while they move data).
