@@ -150,6 +150,14 @@ def case_sizes(args):
                        ("r%d" % msg, "read", msg, count, qd),
                        ("s%d" % msg, "send", msg, count, qd)]
             svcs, st, _ = pair.run_clients(clients)
+            ends = {k: v for k, v in st.items()
+                    if isinstance(v, int) and v and ("end_" in k or "tx_queue" in k or
+                                                     "reorder" in k or "retrans" in k)}
+            log("%d B: client-side SCTP stream ends and queue counters: %s" % (msg, ends))
+            log("%d B: responder-side: %s" % (msg, {
+                k: v for k, v in sctp_stats(pair.a).items()
+                if isinstance(v, int) and v and ("end_" in k or "tx_queue" in k or
+                                                 "reorder" in k or "full" in k)}))
             for c in clients:
                 iwd.check_run(svcs, *c)
             check_one_association(st, "%d B" % msg)
