@@ -66,7 +66,7 @@ interfaces:
 workers: {lcores: [$3], idle_sleep_us: 20}
 app_interface: {enabled: true, socket_dir: $demo_dir}
 tcp: {send_buffer_bytes: 1048576, receive_buffer_bytes: 1048576, delayed_ack_us: 0}
-sctp: {enabled: true, send_buffer_bytes: 1048576, receive_buffer_bytes: 1048576}
+sctp: {enabled: true}
 EOF_CFG
 }
 { pair_config iwarpd-demo-a 0 1 server 198.18.1.1; cat <<'EOF_CFG'
