@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "appif/wire_sctp_test_util.h"
 #include "gtest/gtest.h"
 #include "libiwarp/iwarp.h"
+#include "libiwarp/wire_app_test_util.h"
 
 namespace iwarp::appif {
 namespace {
@@ -33,24 +33,18 @@ using testing::SharedWorker;
 using testing::ThreadedTestLink;
 using testing::g_ep;
 
-constexpr uint32_t kAllAccess =
-    IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_WRITE;
+using testing::kAllAccess;
+using testing::Pattern;
+
+// SCTP waits allow for usrsctp's timers on a loaded machine.
+struct App : testing::WireApp {
+  App() : WireApp(15000) {}
+};
 
 ::testing::Environment* const g_env =
     ::testing::AddGlobalTestEnvironment(new testing::EndpointEnvironment);
 
 SessionServerOptions DaemonOptions(WireEngine* e) { return testing::SctpDaemonOptions(e); }
-
-// n bytes of a seeded pattern (one spare byte: data() is never null).
-std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n + 1);
-  std::mt19937 rng(seed);
-  for (size_t i = 0; i < n; i += 4) {
-    const uint32_t x = rng();
-    std::memcpy(v.data() + i, &x, std::min<size_t>(4, n - i));
-  }
-  return v;
-}
 
 iwarp_conn_opts Opts(uint32_t transport) {
   iwarp_conn_opts o{};
@@ -58,69 +52,7 @@ iwarp_conn_opts Opts(uint32_t transport) {
   return o;
 }
 
-// One application: a session, a PD, one registered memfd (source half, sink
-// half), one CQ and one QP.
-struct App {
-  iwarp_session* s = nullptr;
-  uint32_t pd = 0;
-  uint8_t* mem = nullptr;
-  iwarp_mr mr{};
-  iwarp_cq* cq = nullptr;
-  iwarp_qp* qp = nullptr;
-
-  void Open(const std::string& path, size_t len) {
-    ASSERT_EQ(iwarp_open(path.c_str(), &s), 0);
-    ASSERT_EQ(iwarp_alloc_pd(s, &pd), 0);
-    void* m = nullptr;
-    ASSERT_EQ(iwarp_mem_alloc(s, len, 0, &m), 0);
-    mem = static_cast<uint8_t*>(m);
-    ASSERT_EQ(iwarp_reg_mr(s, pd, mem, len, kAllAccess, &mr), 0) << iwarp_last_error(s);
-    ASSERT_EQ(iwarp_create_cq(s, 256, &cq), 0);
-    iwarp_qp_attr a{pd, cq, cq, 64, 64};
-    ASSERT_EQ(iwarp_create_qp(s, &a, &qp), 0);
-  }
-  ~App() {
-    if (s != nullptr) iwarp_close(s);
-  }
-  void PostRecv(uint64_t wr_id, uint64_t addr, uint32_t len) {
-    iwarp_sge sge{addr, len, mr.stag};
-    iwarp_recv_wr wr{wr_id, &sge, 1};
-    ASSERT_EQ(iwarp_post_recv(qp, &wr, 1), 1);
-  }
-  void Post(uint64_t wr_id, uint32_t opcode, uint64_t addr, uint32_t len, uint64_t raddr = 0,
-            uint32_t rkey = 0) {
-    iwarp_sge sge{addr, len, mr.stag};
-    iwarp_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.opcode = opcode;
-    wr.flags = IWARP_SEND_SIGNALED;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.remote_addr = raddr;
-    wr.rkey = rkey;
-    ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
-  }
-  iwarp_wc Wc(int timeout_ms = 15000) {
-    iwarp_wc wc{};
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-      if (iwarp_poll_cq(cq, &wc, 1) == 1) return wc;
-      iwarp_cq_wait(cq, 50);
-    }
-    ADD_FAILURE() << "no completion within " << timeout_ms << " ms";
-    wc.status = 0xFF;
-    return wc;
-  }
-  iwarp_event Event(uint32_t type, int timeout_ms = 15000) {
-    iwarp_event ev{};
-    EXPECT_EQ(iwarp_get_event(s, &ev, timeout_ms), 1);
-    EXPECT_EQ(ev.type, type) << "reason " << ev.reason;
-    return ev;
-  }
-};
-
-std::string Pd(const iwarp_event& ev) {
-  return std::string(reinterpret_cast<const char*>(ev.private_data), ev.private_data_len);
-}
+std::string Pd(const iwarp_event& ev) { return testing::PrivateData(ev); }
 
 class WireSctpTest : public ::testing::Test {
  protected:
@@ -189,8 +121,10 @@ class WireSctpTest : public ::testing::Test {
     auto rdata = Pattern(n, static_cast<uint32_t>(n) + 2);
     std::memcpy(s.mem, rdata.data(), n);
     std::memset(c.mem + half, 0xCD, n + 1);
-    c.Post(*id, IWARP_WR_RDMA_WRITE, csrc, static_cast<uint32_t>(n), ssink + 7, s.mr.stag);
-    c.Post(*id + 1, IWARP_WR_RDMA_READ, csink, static_cast<uint32_t>(n), ssrc, s.mr.stag);
+    c.Post(*id, IWARP_WR_RDMA_WRITE, csrc, static_cast<uint32_t>(n), c.mr.stag, ssink + 7,
+           s.mr.stag);
+    c.Post(*id + 1, IWARP_WR_RDMA_READ, csink, static_cast<uint32_t>(n), c.mr.stag, ssrc,
+           s.mr.stag);
     iwarp_wc wc = c.Wc();
     ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
     EXPECT_EQ(wc.opcode, IWARP_WC_RDMA_WRITE);
@@ -210,8 +144,8 @@ class WireSctpTest : public ::testing::Test {
     auto sdata = Pattern(n, static_cast<uint32_t>(n) + 3);
     std::memcpy(s.mem, sdata.data(), n);
     std::memset(c.mem + half, 0xEF, n + 1);
-    c.PostRecv(*id, csink, static_cast<uint32_t>(half));
-    s.Post(*id + 1, IWARP_WR_SEND, ssrc, static_cast<uint32_t>(n));
+    c.PostRecv(*id, csink, static_cast<uint32_t>(half), c.mr.stag);
+    s.Post(*id + 1, IWARP_WR_SEND, ssrc, static_cast<uint32_t>(n), s.mr.stag);
     wc = s.Wc();
     ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
     EXPECT_EQ(wc.opcode, IWARP_WC_SEND);
@@ -268,7 +202,7 @@ TEST_F(WireSctpTest, RejectCarriesPrivateDataToTheInitiator) {
   EXPECT_EQ(ev.reason, ECONNREFUSED);
   EXPECT_EQ(Pd(ev), "go away");
   // The rejected QP is in error: it flushes what is posted to it.
-  c.PostRecv(9, c.mr.addr, 64);
+  c.PostRecv(9, c.mr.addr, 64, c.mr.stag);
   iwarp_wc wc = c.Wc();
   EXPECT_EQ(wc.wr_id, 9u);
   EXPECT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
@@ -307,7 +241,7 @@ TEST_F(WireSctpTest, DisconnectEndsBothSidesAndFlushes) {
   App& s = *NewApp(*b_, 1 << 16);
   const uint32_t lid = Listen(s, IWARP_TRANSPORT_SCTP, 5004);
   ASSERT_NO_FATAL_FAILURE(Establish(c, s, IWARP_TRANSPORT_SCTP, 5004, lid));
-  s.PostRecv(77, s.mr.addr, 64);
+  s.PostRecv(77, s.mr.addr, 64, s.mr.stag);
   ASSERT_EQ(iwarp_disconnect(c.qp), 0);
   c.Event(IWARP_EVENT_DISCONNECTED);
   s.Event(IWARP_EVENT_DISCONNECTED);

@@ -8,13 +8,13 @@
 
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "appif/wire_test_util.h"
 #include "gtest/gtest.h"
 #include "libiwarp/iwarp.h"
+#include "libiwarp/wire_app_test_util.h"
 
 namespace iwarp::appif {
 namespace {
@@ -24,83 +24,12 @@ using testing::kIpB;
 using testing::TestDaemon;
 using testing::ThreadedTestLink;
 
-constexpr uint32_t kAllAccess =
-    IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_WRITE;
+using testing::kAllAccess;
+using testing::Pattern;
+using App = testing::WireApp;
+
 constexpr size_t kMaxMsg = size_t{16} << 20;
 constexpr uint16_t kPort = 4791;
-
-// n bytes of a seeded pattern (one spare byte: data() is never null).
-std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n + 1);
-  std::mt19937 rng(seed);
-  for (size_t i = 0; i < n; i += 4) {
-    const uint32_t x = rng();
-    std::memcpy(v.data() + i, &x, std::min<size_t>(4, n - i));
-  }
-  return v;
-}
-
-// One application: a session, a PD, one registered memfd of `bytes`
-// (source half, sink half), one CQ and one QP.
-struct App {
-  iwarp_session* s = nullptr;
-  uint32_t pd = 0;
-  uint8_t* mem = nullptr;
-  size_t bytes = 0;
-  iwarp_mr mr{};
-  iwarp_cq* cq = nullptr;
-  iwarp_qp* qp = nullptr;
-
-  void Open(const std::string& path, size_t len) {
-    bytes = len;
-    ASSERT_EQ(iwarp_open(path.c_str(), &s), 0);
-    ASSERT_EQ(iwarp_alloc_pd(s, &pd), 0);
-    void* m = nullptr;
-    ASSERT_EQ(iwarp_mem_alloc(s, len, 0, &m), 0);
-    mem = static_cast<uint8_t*>(m);
-    ASSERT_EQ(iwarp_reg_mr(s, pd, mem, len, kAllAccess, &mr), 0) << iwarp_last_error(s);
-    ASSERT_EQ(iwarp_create_cq(s, 256, &cq), 0);
-    iwarp_qp_attr a{pd, cq, cq, 64, 64};
-    ASSERT_EQ(iwarp_create_qp(s, &a, &qp), 0);
-  }
-  ~App() {
-    if (s != nullptr) iwarp_close(s);
-  }
-  void PostRecv(uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey) {
-    iwarp_sge sge{addr, len, lkey};
-    iwarp_recv_wr wr{wr_id, &sge, 1};
-    ASSERT_EQ(iwarp_post_recv(qp, &wr, 1), 1);
-  }
-  void Post(uint64_t wr_id, uint32_t opcode, uint64_t addr, uint32_t len, uint32_t lkey,
-            uint64_t raddr = 0, uint32_t rkey = 0, bool signaled = true) {
-    iwarp_sge sge{addr, len, lkey};
-    iwarp_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.opcode = opcode;
-    wr.flags = signaled ? IWARP_SEND_SIGNALED : 0;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.remote_addr = raddr;
-    wr.rkey = rkey;
-    ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
-  }
-  iwarp_wc Wc(int timeout_ms = 10000) {
-    iwarp_wc wc{};
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-      if (iwarp_poll_cq(cq, &wc, 1) == 1) return wc;
-      iwarp_cq_wait(cq, 50);
-    }
-    ADD_FAILURE() << "no completion within " << timeout_ms << " ms";
-    wc.status = 0xFF;
-    return wc;
-  }
-  iwarp_event Event(uint32_t type, int timeout_ms = 10000) {
-    iwarp_event ev{};
-    EXPECT_EQ(iwarp_get_event(s, &ev, timeout_ms), 1);
-    EXPECT_EQ(ev.type, type) << "reason " << ev.reason;
-    return ev;
-  }
-};
 
 struct WireParams {
   bool crc;
