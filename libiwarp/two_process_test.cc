@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "appif/test_host.h"
+#include "common/testing/child_process.h"
 #include "gtest/gtest.h"
 
 namespace iwarp::appif {
@@ -26,72 +27,7 @@ std::string TestApp() {
   return p != nullptr ? p : "libiwarp/iwarp_test_app";
 }
 
-// A child process whose stdout we read line by line.
-class Child {
- public:
-  explicit Child(const std::vector<std::string>& args) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(p[1], 1);
-      std::vector<char*> argv;
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(p[1]);
-    out_ = p[0];
-  }
-  ~Child() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      Wait();
-    }
-    if (out_ >= 0) close(out_);
-  }
-  // Next line of output, "" on EOF or after `timeout_ms`.
-  std::string ReadLine(int timeout_ms = 15000) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    for (;;) {
-      const size_t nl = buf_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buf_.substr(0, nl);
-        buf_.erase(0, nl + 1);
-        all_ += line + "\n";
-        return line;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) return "";
-      pollfd pf{out_, POLLIN, 0};
-      if (poll(&pf, 1, static_cast<int>(left)) <= 0) continue;
-      char tmp[512];
-      const ssize_t n = read(out_, tmp, sizeof(tmp));
-      if (n <= 0) return "";
-      buf_.append(tmp, static_cast<size_t>(n));
-    }
-  }
-  std::string Drain() {
-    while (!ReadLine(2000).empty()) {
-    }
-    return all_;
-  }
-  int Wait() {
-    int st = 0;
-    waitpid(pid_, &st, 0);
-    reaped_ = true;
-    return st;
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int out_ = -1;
-  bool reaped_ = false;
-  std::string buf_, all_;
-};
+using Child = testutil::ChildProcess;
 
 bool Exited0(int st) { return WIFEXITED(st) && WEXITSTATUS(st) == 0; }
 
