@@ -263,6 +263,9 @@ SendResult DdpAssociation::Output::SendChunk(uint16_t stream, uint32_t ppid, Byt
 }
 
 SendResult DdpAssociation::SendNow(uint16_t stream, uint32_t ppid, ByteSpan user_data) {
+  // A full send buffer stays full until a SACK has been read (Service()):
+  // a retry before that would only take usrsctp's locks to fail again.
+  if (tx_blocked_) return SendResult::kWouldBlock;
   sctp_sndinfo snd{};
   snd.snd_sid = stream;
   snd.snd_flags = SCTP_UNORDERED;  // RFC 5043 10
@@ -270,7 +273,10 @@ SendResult DdpAssociation::SendNow(uint16_t stream, uint32_t ppid, ByteSpan user
   const ssize_t n = usrsctp_sendv(so_, user_data.data(), user_data.size(), nullptr, 0, &snd,
                                   sizeof(snd), SCTP_SENDV_SNDINFO, 0);
   if (n >= 0) return SendResult::kOk;
-  if (errno == EWOULDBLOCK || errno == EAGAIN) return SendResult::kWouldBlock;
+  if (errno == EWOULDBLOCK || errno == EAGAIN) {
+    tx_blocked_ = true;
+    return SendResult::kWouldBlock;
+  }
   // EMSGSIZE here would mean usrsctp's fragmentation point is below our
   // MULPDU (SCTP_DISABLE_FRAGMENTS refused the chunk).
   return SendResult::kError;
@@ -333,6 +339,7 @@ void DdpAssociation::Flush() {
 }
 
 void DdpAssociation::Service() {
+  tx_blocked_ = false;  // input since the last call may have freed room
   if (state_ == State::kUp) engine_.FlushDeferred();
   while (so_ != nullptr) {
     sockaddr_conn from{};

@@ -143,6 +143,10 @@ class DdpAssociation {
   SendResult Terminate(uint16_t stream);
 
   // One DDP segment (at most mulpdu() bytes) on an open session.
+  // kWouldBlock: usrsctp's send buffer is full. Only a SACK frees room, and
+  // SACKs are read by usrsctp in the input the owner feeds before it calls
+  // Service(); so until the next Service() every send answers kWouldBlock
+  // again at once, without calling into usrsctp.
   SendResult SendSegment(uint16_t stream, ByteSpan ddp_segment);
 
   uint32_t mulpdu() const { return engine_.mulpdu(); }
@@ -211,6 +215,8 @@ class DdpAssociation {
   uint32_t staged_ppid_ = 0;
   bool staged_ = false;
   bool nagle_on_ = false;
+  // usrsctp refused a send as the buffer was full; cleared by Service().
+  bool tx_blocked_ = false;
 };
 
 // Passive opens on one AF_CONN address and SCTP port.

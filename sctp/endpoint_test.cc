@@ -318,6 +318,34 @@ TEST(SctpEndpointTest, BatchBeyondTheSendBufferLosesNothing) {
   RunUntil(r, [&] { return s.server->down; });
 }
 
+// A full send buffer answers kWouldBlock without calling into usrsctp
+// until Service() has run after the input that may hold a SACK; then the
+// sends go through again.
+TEST(SctpEndpointTest, FullSendBufferStaysRefusedUntilTheNextService) {
+  Reflector r;
+  Session s;
+  OpenSession(s, 7107, 2, r);
+  if (HasFatalFailure()) return;
+  const std::vector<uint8_t> seg(s.assoc->ddp().mulpdu(), 0x42);
+  uint64_t sent = 0;
+  while (s.assoc->ddp().SendSegment(2, ByteSpan(seg)) == SendResult::kOk) ++sent;
+  // Packets both ways (data, then the SACKs for it) but no Poll: usrsctp
+  // has freed room, the association has not been told.
+  for (int i = 0; i < 20; ++i) {
+    g_ep->Drain(r);
+    r.Deliver();
+  }
+  const uint64_t blocked = s.assoc->ddp().counter(DdpCounter::kTxWouldBlock);
+  EXPECT_EQ(s.assoc->ddp().SendSegment(2, ByteSpan(seg)), SendResult::kWouldBlock);
+  EXPECT_EQ(s.assoc->ddp().counter(DdpCounter::kTxWouldBlock), blocked + 1);
+  g_ep->Poll(NowMs());  // services the association after that input
+  EXPECT_EQ(s.assoc->ddp().SendSegment(2, ByteSpan(seg)), SendResult::kOk);
+  ++sent;
+  ASSERT_TRUE(RunUntil(r, [&] { return s.server->received[2].size() == sent * seg.size(); }));
+  s.assoc.reset();
+  RunUntil(r, [&] { return s.server->down; });
+}
+
 TEST(SctpEndpointTest, ShutdownRightAfterASendDeliversItFirst) {
   Reflector r;
   Session s;
