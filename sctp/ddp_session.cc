@@ -335,7 +335,7 @@ void DdpAssociation::Flush() {
   }
   if (nagle_on_) SetNodelay(true);
   if (!staged_) return;
-  if (PushStaged() != SendResult::kWouldBlock) engine_.Count(DdpCounter::kTxFlushes);
+  if (PushStaged() == SendResult::kOk) engine_.Count(DdpCounter::kTxFlushes);
 }
 
 void DdpAssociation::Service() {
