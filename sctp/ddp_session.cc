@@ -159,7 +159,13 @@ DdpAssociation::DdpAssociation(struct socket* so, const AssociationConfig& confi
       engine_(EngineConfig(config), &output_, events),
       // One byte more than the largest legal chunk: a longer message shows
       // up as a read without MSG_EOR.
-      rx_buf_(std::max<size_t>(AssociationMulpdu(config) + kSsnSize + 1, kNotificationRoom)) {}
+      rx_buf_(std::max<size_t>(AssociationMulpdu(config) + kSsnSize + 1, kNotificationRoom)),
+      // The largest chunk the engine hands out: a DDP segment of MULPDU
+      // bytes or a session control message with 512 bytes of private data
+      // (RFC 5043 5.2.3), each behind the DDP-SSN.
+      staged_buf_(config.bundle_sends
+                      ? std::max<size_t>(AssociationMulpdu(config), 2 + kMaxPrivateData) + kSsnSize
+                      : 0) {}
 
 absl::StatusOr<std::unique_ptr<DdpAssociation>> DdpAssociation::Connect(
     UsrsctpHost& host, void* conn, uint16_t local_port, uint16_t remote_port,
@@ -199,6 +205,7 @@ void DdpAssociation::AbortSocket() {
   SetOpt(so_, SOL_SOCKET, SO_LINGER, l);  // close sends ABORT
   usrsctp_close(so_);
   so_ = nullptr;
+  staged_ = false;
 }
 
 absl::StatusOr<DdpAssociation::SctpStatus> DdpAssociation::Status() const {
@@ -223,6 +230,7 @@ absl::StatusOr<DdpAssociation::SctpStatus> DdpAssociation::Status() const {
 
 void DdpAssociation::Shutdown() {
   if (so_ != nullptr && state_ != State::kDown && state_ != State::kRefused) {
+    Flush();  // SHUTDOWN only after every chunk we accepted (RFC 9260 9.2)
     usrsctp_shutdown(so_, SHUT_WR);
   }
 }
@@ -250,20 +258,88 @@ SendResult DdpAssociation::SendSegment(uint16_t stream, ByteSpan ddp_segment) {
 
 SendResult DdpAssociation::Output::SendChunk(uint16_t stream, uint32_t ppid, ByteSpan user_data) {
   if (a_->so_ == nullptr) return SendResult::kNotUp;
+  if (a_->config_.bundle_sends) return a_->Stage(stream, ppid, user_data);
+  return a_->SendNow(stream, ppid, user_data);
+}
+
+SendResult DdpAssociation::SendNow(uint16_t stream, uint32_t ppid, ByteSpan user_data) {
+  // A full send buffer stays full until a SACK has been read (Service()):
+  // a retry before that would only take usrsctp's locks to fail again.
+  if (tx_blocked_) return SendResult::kWouldBlock;
   sctp_sndinfo snd{};
   snd.snd_sid = stream;
   snd.snd_flags = SCTP_UNORDERED;  // RFC 5043 10
   snd.snd_ppid = htonl(ppid);
-  const ssize_t n = usrsctp_sendv(a_->so_, user_data.data(), user_data.size(), nullptr, 0, &snd,
+  const ssize_t n = usrsctp_sendv(so_, user_data.data(), user_data.size(), nullptr, 0, &snd,
                                   sizeof(snd), SCTP_SENDV_SNDINFO, 0);
   if (n >= 0) return SendResult::kOk;
-  if (errno == EWOULDBLOCK || errno == EAGAIN) return SendResult::kWouldBlock;
+  if (errno == EWOULDBLOCK || errno == EAGAIN) {
+    tx_blocked_ = true;
+    return SendResult::kWouldBlock;
+  }
   // EMSGSIZE here would mean usrsctp's fragmentation point is below our
   // MULPDU (SCTP_DISABLE_FRAGMENTS refused the chunk).
   return SendResult::kError;
 }
 
+// Send batches (bundle_sends). usrsctp sends a chunk at once when
+// SCTP_NODELAY is on; with it off (Nagle) it holds chunks back while data is
+// in flight until a packet's worth is queued or a SACK arrives. There is no
+// "send what is queued" call, but a send with SCTP_NODELAY on makes usrsctp
+// send everything queued. So within a batch SCTP_NODELAY is off and the
+// newest chunk is held here; Flush() turns SCTP_NODELAY back on and sends
+// it, and usrsctp bundles the batch's chunks into full packets
+// (RFC 9260 6.10). At most one chunk is ever accepted without usrsctp having
+// taken it, so the send buffer still bounds what the engine may send.
+SendResult DdpAssociation::Stage(uint16_t stream, uint32_t ppid, ByteSpan user_data) {
+  if (user_data.size() > staged_buf_.size()) return SendResult::kTooLarge;
+  if (staged_) {
+    // The chunk before this one goes to usrsctp first (DDP-SSN order); if
+    // usrsctp cannot take it, this one is refused whole.
+    if (SendResult r = PushStaged(); r != SendResult::kOk) return r;
+  }
+  if (config_.nodelay && !nagle_on_) SetNodelay(false);
+  std::memcpy(staged_buf_.data(), user_data.data(), user_data.size());
+  staged_len_ = user_data.size();
+  staged_sid_ = stream;
+  staged_ppid_ = ppid;
+  staged_ = true;
+  return SendResult::kOk;
+}
+
+SendResult DdpAssociation::PushStaged() {
+  const SendResult r =
+      SendNow(staged_sid_, staged_ppid_, ByteSpan(staged_buf_.data(), staged_len_));
+  if (r == SendResult::kWouldBlock) return r;  // still staged: retried by the next push
+  if (r != SendResult::kOk) {
+    // Already confirmed to the engine: the association is failing, and its
+    // end flushes every stream (RFC 5043 11.3).
+    engine_.Count(DdpCounter::kTxDropAtFlush);
+  }
+  staged_ = false;
+  return r;
+}
+
+void DdpAssociation::SetNodelay(bool on) {
+  const int v = on ? 1 : 0;
+  // Cannot fail on a live socket (the option is a flag); if it did, chunks
+  // would only leave unbundled (off) or on the next SACK (on).
+  SetOpt(so_, IPPROTO_SCTP, SCTP_NODELAY, v);
+  nagle_on_ = !on;
+}
+
+void DdpAssociation::Flush() {
+  if (so_ == nullptr) {
+    staged_ = false;
+    return;
+  }
+  if (nagle_on_) SetNodelay(true);
+  if (!staged_) return;
+  if (PushStaged() == SendResult::kOk) engine_.Count(DdpCounter::kTxFlushes);
+}
+
 void DdpAssociation::Service() {
+  tx_blocked_ = false;  // input since the last call may have freed room
   if (state_ == State::kUp) engine_.FlushDeferred();
   while (so_ != nullptr) {
     sockaddr_conn from{};
@@ -363,6 +439,7 @@ void DdpAssociation::GoDown() {
   if (state_ == State::kDown || state_ == State::kRefused) return;
   const bool was_up = state_ == State::kUp;
   state_ = State::kDown;
+  staged_ = false;  // nowhere to go
   if (was_up) engine_.OnAssociationDown();
   events_->OnAssociationDown();
 }

@@ -61,6 +61,15 @@ struct AssociationConfig {
   uint32_t delayed_sack_ms = 10;   // SCTP_DELAYED_SACK sack_delay (>= 1)
   uint32_t sack_frequency = 2;     // SCTP_DELAYED_SACK sack_freq (1 = SACK every packet)
   bool nodelay = true;             // SCTP_NODELAY (RFC 5043 11.2: untagged not delayed)
+  // Bundle the DATA chunks of one send batch into as few packets as the
+  // path MTU allows (RFC 9260 6.10). While a batch runs, usrsctp holds small
+  // chunks back (SCTP_NODELAY off while data is in flight) and the newest
+  // chunk waits here; DdpAssociation::Flush() sends it with SCTP_NODELAY
+  // back on, which makes usrsctp send everything queued at once. The owner
+  // must call Flush() before it drains the host's packet queue
+  // (SctpEndpoint::Drain does this). false: every chunk leaves in its own
+  // packet as soon as it is sent.
+  bool bundle_sends = false;
   // SCTP_RTOINFO (RFC 9260 15 defaults). usrsctp decides which chunks a T3
   // timeout retransmits by the wall clock, so the clock given to
   // UsrsctpHost::Poll must be real time.
@@ -115,7 +124,17 @@ class DdpAssociation {
   void Service();
 
   // Graceful SCTP shutdown (open sessions see kAssociationDown when it ends).
+  // Sends a chunk still waiting for Flush() first.
   void Shutdown();
+
+  // bundle_sends: ends the current send batch. The chunk waiting in the
+  // association goes to usrsctp with SCTP_NODELAY restored, so every chunk
+  // of the batch leaves now, bundled. If usrsctp's send buffer is full the
+  // chunk keeps waiting (and the next SendSegment answers kWouldBlock until
+  // it is taken); call Flush() again later. No-op without bundle_sends.
+  void Flush();
+  // True while a chunk waits for Flush().
+  bool flush_pending() const { return staged_; }
 
   // ---- session control (RFC 5043 6) ----
   SendResult Initiate(uint16_t stream, ByteSpan private_data);
@@ -124,6 +143,10 @@ class DdpAssociation {
   SendResult Terminate(uint16_t stream);
 
   // One DDP segment (at most mulpdu() bytes) on an open session.
+  // kWouldBlock: usrsctp's send buffer is full. Only a SACK frees room, and
+  // SACKs are read by usrsctp in the input the owner feeds before it calls
+  // Service(); so until the next Service() every send answers kWouldBlock
+  // again at once, without calling into usrsctp.
   SendResult SendSegment(uint16_t stream, ByteSpan ddp_segment);
 
   uint32_t mulpdu() const { return engine_.mulpdu(); }
@@ -170,6 +193,12 @@ class DdpAssociation {
   void AdaptationDecided(bool present, uint32_t indication);
   void GoDown();
   void AbortSocket();
+  // One DATA chunk straight to usrsctp_sendv.
+  SendResult SendNow(uint16_t stream, uint32_t ppid, ByteSpan user_data);
+  // bundle_sends: the send path of Output::SendChunk.
+  SendResult Stage(uint16_t stream, uint32_t ppid, ByteSpan user_data);
+  SendResult PushStaged();
+  void SetNodelay(bool on);
 
   struct socket* so_;
   AssociationConfig config_;
@@ -178,6 +207,16 @@ class DdpAssociation {
   Output output_;
   SessionEngine engine_;
   std::vector<uint8_t> rx_buf_;
+  // bundle_sends: the newest chunk of the batch (accepted with kOk, not yet
+  // given to usrsctp), and whether SCTP_NODELAY is off for the batch.
+  std::vector<uint8_t> staged_buf_;
+  size_t staged_len_ = 0;
+  uint16_t staged_sid_ = 0;
+  uint32_t staged_ppid_ = 0;
+  bool staged_ = false;
+  bool nagle_on_ = false;
+  // usrsctp refused a send as the buffer was full; cleared by Service().
+  bool tx_blocked_ = false;
 };
 
 // Passive opens on one AF_CONN address and SCTP port.

@@ -208,6 +208,7 @@ void SctpEndpoint::Input(uint32_t src_ip, ByteSpan sctp_packet) {
     }
   }
   p->last_active_ms = now_ms_;
+  service_due_ = true;
   host_->Input(p, sctp_packet);
 }
 
@@ -218,9 +219,15 @@ void SctpEndpoint::Poll(uint64_t now_ms) {
     last_reclaim_ms_ = now_ms;
   }
   now_ms_ = now_ms;
+  const uint64_t ticks = host_->counter(HostCounter::kTimerTicks);
   host_->Poll(now_ms);
+  if (host_->counter(HostCounter::kTimerTicks) != ticks) service_due_ = true;
+  // Nothing arrived and no timer ran: no socket has anything to read, so
+  // neither accept nor recv is tried (each takes usrsctp's locks).
+  const bool service = service_due_;
+  service_due_ = false;  // handlers below may set it again (Connect)
   // Passive opens first, so that their COMM_UP is read below in this call.
-  for (size_t i = 0; i < listeners_.size(); ++i) {
+  for (size_t i = 0; service && i < listeners_.size(); ++i) {
     SctpListener* l = listeners_[i];
     if (l == nullptr || l->ddp_ == nullptr) continue;
     while (l->spare_ != nullptr) {
@@ -247,7 +254,7 @@ void SctpEndpoint::Poll(uint64_t now_ms) {
   }
   // Index loop: handlers may add associations (capacity is reserved) or
   // destroy other ones (their slot turns null).
-  for (size_t i = 0; i < assocs_.size(); ++i) {
+  for (size_t i = 0; service && i < assocs_.size(); ++i) {
     SctpAssociation* a = assocs_[i];
     if (a != nullptr && a->ddp_ != nullptr) a->ddp_->Service();
   }
@@ -264,8 +271,19 @@ void SctpEndpoint::Poll(uint64_t now_ms) {
 }
 
 size_t SctpEndpoint::Drain(DatagramSink& sink, size_t max) {
+  // The batch ends: what the associations sent since the last Drain leaves
+  // now, bundled (RFC 9260 6.10).
+  for (SctpAssociation* a : assocs_) {
+    if (a != nullptr && a->ddp_ != nullptr) a->ddp_->Flush();
+  }
   Sink s(this, &sink);
   return host_->DrainOutbound(s, max);
+}
+
+AssociationConfig SctpEndpoint::WithBundling(const AssociationConfig& c) const {
+  AssociationConfig out = c;
+  out.bundle_sends = config_.bundle_sends;
+  return out;
 }
 
 bool SctpEndpoint::Track(SctpAssociation* a) {
@@ -332,11 +350,12 @@ absl::StatusOr<std::unique_ptr<SctpAssociation>> SctpEndpoint::Connect(
       new SctpAssociation(this, remote_ip, remote_port, /*passive=*/false, events));
   a->endpoint_ = nullptr;  // not tracked until the socket exists
   auto d = DdpAssociation::Connect(*host_, p, /*local_port=*/0, remote_port,
-                                   config.value_or(config_.association), a.get());
+                                   WithBundling(config.value_or(config_.association)), a.get());
   if (!d.ok()) return d.status();
   a->ddp_ = std::move(*d);
   a->endpoint_ = this;
   Track(a.get());  // room checked above
+  service_due_ = true;
   Count(EndpointCounter::kConnects);
   return a;
 }
@@ -359,11 +378,13 @@ absl::StatusOr<std::unique_ptr<SctpListener>> SctpEndpoint::Listen(
   std::unique_ptr<SctpListener> l(new SctpListener(this, port, handler));
   l->endpoint_ = nullptr;  // not registered until the socket exists
   // The wildcard address: INITs arriving on any peer's cookie are accepted.
-  auto d = DdpListener::Listen(*host_, nullptr, port, config.value_or(config_.association));
+  auto d = DdpListener::Listen(*host_, nullptr, port,
+                               WithBundling(config.value_or(config_.association)));
   if (!d.ok()) return d.status();
   l->ddp_ = std::move(*d);
   l->spare_.reset(new SctpAssociation(nullptr, 0, 0, /*passive=*/true, nullptr));
   l->endpoint_ = this;
+  service_due_ = true;
   if (free_slot != nullptr) {
     *free_slot = l.get();
   } else {

@@ -13,7 +13,13 @@
 //     cookie, and the IPv4 layer adds the header (protocol 132);
 //   - Poll(now_ms) advances usrsctp's timers, accepts completed passive
 //     associations on every listener, and calls Service() of every
-//     association it tracks, which raises their DdpLlpEvents.
+//     association it tracks, which raises their DdpLlpEvents. Only usrsctp
+//     input (Input) and timers make anything readable, so a Poll after
+//     neither (same millisecond, no packet) skips the listeners and
+//     associations: an idle busy-polling loop makes no usrsctp calls;
+//   - send batches (EndpointConfig::bundle_sends): sends made between two
+//     Drain() calls leave bundled; Drain() first flushes every association
+//     (DdpAssociation::Flush), then hands out the packets.
 //
 // Cookies (AF_CONN, INTEROP.md SCTP section): an association to remote
 // address R binds and connects with R's cookie; listeners bind the wildcard
@@ -100,6 +106,10 @@ struct EndpointConfig {
   uint32_t max_associations = 256;
   // Listeners at once.
   uint32_t max_listeners = 8;
+  // AssociationConfig::bundle_sends for every association and listener of
+  // the endpoint (overrides the value in `association` and in per-call
+  // configs): chunks sent between two Drain() calls share packets.
+  bool bundle_sends = true;
 };
 
 // Where Drain() delivers packets: one SCTP packet (common header + chunks,
@@ -208,7 +218,8 @@ class SctpEndpoint {
   // and services every tracked association (events are raised here).
   void Poll(uint64_t now_ms);
 
-  // Hands up to `max` queued packets to `sink`, oldest first; returns how
+  // Ends the send batch of every association (DdpAssociation::Flush), then
+  // hands up to `max` queued packets to `sink`, oldest first; returns how
   // many. Never call from inside an event handler.
   size_t Drain(DatagramSink& sink, size_t max = SIZE_MAX);
   size_t outbound_pending() const { return host_->outbound_pending(); }
@@ -276,6 +287,11 @@ class SctpEndpoint {
   size_t live_peers_ = 0;
   mutable Peer* last_peer_ = nullptr;
   uint64_t now_ms_ = 0;  // clock of the last Poll
+  // usrsctp may have something readable: input, a timer tick or a new
+  // socket since the last Poll serviced the associations.
+  bool service_due_ = true;
+  // The association options with the endpoint's bundle_sends applied.
+  AssociationConfig WithBundling(const AssociationConfig& c) const;
   uint64_t last_reclaim_ms_ = 0;
   std::vector<SctpAssociation*> assocs_;  // capacity max_associations; null = free slot
   size_t live_associations_ = 0;

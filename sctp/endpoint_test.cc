@@ -228,6 +228,137 @@ TEST(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
   RunUntil(r, [] { return false; }, 50);
 }
 
+// Send batches (EndpointConfig::bundle_sends, on by default): segments sent
+// between two Drain() calls share packets, keep their DDP-SSN order and
+// bytes, and none is lost when usrsctp's send buffer fills or the
+// association shuts down right after a send.
+struct Session {
+  Acceptor acceptor;
+  Events client;
+  std::unique_ptr<SctpListener> listener;
+  std::unique_ptr<SctpAssociation> assoc;
+  Events* server = nullptr;
+};
+
+void OpenSession(Session& s, uint16_t port, uint16_t stream, Reflector& r) {
+  auto l = g_ep->Listen(port, &s.acceptor);
+  ASSERT_TRUE(l.ok()) << l.status();
+  s.listener = std::move(*l);
+  auto a = g_ep->Connect(kPeerA, port, &s.client);
+  ASSERT_TRUE(a.ok()) << a.status();
+  s.assoc = std::move(*a);
+  s.client.assoc = s.assoc.get();
+  ASSERT_TRUE(RunUntil(r, [&] { return s.client.up && s.acceptor.accepted.size() == 1; }));
+  s.server = s.acceptor.events[0].get();
+  ASSERT_EQ(s.assoc->ddp().Initiate(stream, {}), SendResult::kOk);
+  ASSERT_TRUE(RunUntil(r, [&] { return s.client.accepted[stream]; }));
+  // Everything acknowledged, nothing in flight.
+  RunUntil(r, [] { return false; }, 50);
+}
+
+TEST(SctpEndpointTest, SmallSegmentsOfOneBatchShareAPacket) {
+  ASSERT_TRUE(g_ep->config().bundle_sends);
+  Reflector r;
+  Session s;
+  OpenSession(s, 7104, 3, r);
+  if (HasFatalFailure()) return;
+  // 16 segments of 64 bytes (the 64-byte Send of tools/bench.sh sctp): one
+  // packet each unbundled; about 100 bytes per DATA chunk bundled, so at
+  // most two full packets, and one more if usrsctp sent the first chunk
+  // alone (nothing in flight: Nagle does not hold it).
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 16; ++i) {
+    std::vector<uint8_t> seg(64);
+    for (size_t j = 0; j < seg.size(); ++j) seg[j] = static_cast<uint8_t>(i * 16 + j);
+    ASSERT_EQ(s.assoc->ddp().SendSegment(3, ByteSpan(seg)), SendResult::kOk);
+    all.insert(all.end(), seg.begin(), seg.end());
+  }
+  const uint64_t flushes = s.assoc->ddp().counter(DdpCounter::kTxFlushes);
+  EXPECT_TRUE(s.assoc->ddp().flush_pending());
+  const size_t packets = g_ep->Drain(r);
+  EXPECT_GE(packets, 2u);
+  EXPECT_LE(packets, 3u);
+  EXPECT_FALSE(s.assoc->ddp().flush_pending());
+  EXPECT_EQ(s.assoc->ddp().counter(DdpCounter::kTxFlushes), flushes + 1);
+  r.Deliver();
+  ASSERT_TRUE(RunUntil(r, [&] { return s.server->received[3].size() == all.size(); }));
+  EXPECT_EQ(s.server->received[3], all);  // DDP-SSN order, every byte
+  s.assoc.reset();
+  RunUntil(r, [&] { return s.server->down; });
+}
+
+TEST(SctpEndpointTest, BatchBeyondTheSendBufferLosesNothing) {
+  Reflector r;
+  Session s;
+  OpenSession(s, 7105, 0, r);
+  if (HasFatalFailure()) return;
+  // Full-size segments without draining until usrsctp refuses one (256 KiB
+  // send buffer): the refused one is not counted as sent; every accepted
+  // one, including the last, which waited for the flush, arrives.
+  const size_t seg_size = s.assoc->ddp().mulpdu();
+  std::vector<uint8_t> all;
+  uint32_t sent = 0;
+  for (;; ++sent) {
+    std::vector<uint8_t> seg(seg_size, static_cast<uint8_t>(sent * 7 + 1));
+    seg[0] = static_cast<uint8_t>(sent >> 8);
+    seg[1] = static_cast<uint8_t>(sent);
+    const SendResult res = s.assoc->ddp().SendSegment(0, ByteSpan(seg));
+    if (res == SendResult::kWouldBlock) break;
+    ASSERT_EQ(res, SendResult::kOk);
+    all.insert(all.end(), seg.begin(), seg.end());
+    ASSERT_LT(sent, 100000u) << "the send buffer never filled";
+  }
+  EXPECT_GT(sent, 10u);
+  EXPECT_TRUE(s.assoc->ddp().flush_pending());
+  ASSERT_TRUE(RunUntil(r, [&] { return s.server->received[0].size() == all.size(); }));
+  EXPECT_EQ(s.server->received[0], all);
+  EXPECT_FALSE(s.assoc->ddp().flush_pending());
+  EXPECT_EQ(s.assoc->ddp().counter(DdpCounter::kTxDropAtFlush), 0u);
+  s.assoc.reset();
+  RunUntil(r, [&] { return s.server->down; });
+}
+
+// A full send buffer answers kWouldBlock without calling into usrsctp
+// until Service() has run after the input that may hold a SACK; then the
+// sends go through again.
+TEST(SctpEndpointTest, FullSendBufferStaysRefusedUntilTheNextService) {
+  Reflector r;
+  Session s;
+  OpenSession(s, 7107, 2, r);
+  if (HasFatalFailure()) return;
+  const std::vector<uint8_t> seg(s.assoc->ddp().mulpdu(), 0x42);
+  uint64_t sent = 0;
+  while (s.assoc->ddp().SendSegment(2, ByteSpan(seg)) == SendResult::kOk) ++sent;
+  // Packets both ways (data, then the SACKs for it) but no Poll: usrsctp
+  // has freed room, the association has not been told.
+  for (int i = 0; i < 20; ++i) {
+    g_ep->Drain(r);
+    r.Deliver();
+  }
+  const uint64_t blocked = s.assoc->ddp().counter(DdpCounter::kTxWouldBlock);
+  EXPECT_EQ(s.assoc->ddp().SendSegment(2, ByteSpan(seg)), SendResult::kWouldBlock);
+  EXPECT_EQ(s.assoc->ddp().counter(DdpCounter::kTxWouldBlock), blocked + 1);
+  g_ep->Poll(NowMs());  // services the association after that input
+  EXPECT_EQ(s.assoc->ddp().SendSegment(2, ByteSpan(seg)), SendResult::kOk);
+  ++sent;
+  ASSERT_TRUE(RunUntil(r, [&] { return s.server->received[2].size() == sent * seg.size(); }));
+  s.assoc.reset();
+  RunUntil(r, [&] { return s.server->down; });
+}
+
+TEST(SctpEndpointTest, ShutdownRightAfterASendDeliversItFirst) {
+  Reflector r;
+  Session s;
+  OpenSession(s, 7106, 1, r);
+  if (HasFatalFailure()) return;
+  const std::vector<uint8_t> seg(200, 0x3c);
+  ASSERT_EQ(s.assoc->ddp().SendSegment(1, ByteSpan(seg)), SendResult::kOk);
+  ASSERT_TRUE(s.assoc->ddp().flush_pending());
+  s.assoc->ddp().Shutdown();  // before any Drain
+  ASSERT_TRUE(RunUntil(r, [&] { return s.server->down && s.client.down; }));
+  EXPECT_EQ(s.server->received[1], seg);
+}
+
 TEST(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
   // An address with a link already (kPeerA from the tests above, or made
   // here by a connect whose INIT is never answered).

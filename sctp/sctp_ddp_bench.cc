@@ -8,6 +8,12 @@
 //   goodput   20000 DDP segments of 1400 bytes one way: bytes/s of DDP
 //             segments delivered in order
 //   rate      200000 DDP segments of 64 bytes one way: segments/s
+//   +bundle   the same with AssociationConfig::bundle_sends: the segments
+//             sent in one pass of the loop share packets (Flush() before
+//             the packets move), as SctpEndpoint runs it in iwarpd
+//   echo      64-byte segments echoed by the receiver, 16 outstanding (the
+//             pattern of tools/bench.sh sctp's send row): echoes/s without
+//             and with bundle_sends, the first being the baseline
 //
 // "pkts" counts packets in both directions (data and SACK/ACK).
 //
@@ -23,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "sctp/ddp_session.h"
@@ -72,17 +79,19 @@ struct SctpSide : sctp::DdpLlpEvents {
   sctp::DdpAssociation* assoc = nullptr;
   bool up = false, accepted = false;
   uint64_t segments = 0, bytes = 0;
+  bool echo = false;  // send every received segment back
   void OnAssociationUp() override { up = true; }
   void OnInitiate(uint16_t s, ByteSpan) override { assoc->Accept(s, {}); }
   void OnAccepted(uint16_t, ByteSpan) override { accepted = true; }
   void OnSegment(uint16_t, ByteSpan seg) override {
     ++segments;
     bytes += seg.size();
+    if (echo) assoc->SendSegment(0, seg);
   }
 };
 
 double SctpRun(sctp::UsrsctpHost& host, uint16_t port, size_t seg_size, uint64_t count,
-               uint64_t* packets) {
+               bool bundle, uint64_t depth, uint64_t* packets) {
   sctp::testing::RingLink ring(host, &g_addr_a, &g_addr_b);
   sctp::AssociationConfig cfg;
   cfg.send_buffer = 1 << 20;
@@ -90,6 +99,7 @@ double SctpRun(sctp::UsrsctpHost& host, uint16_t port, size_t seg_size, uint64_t
   cfg.rto_initial_ms = 100;
   cfg.rto_min_ms = 20;
   cfg.rto_max_ms = 400;
+  cfg.bundle_sends = bundle;
   SctpSide client, server;
   auto l = sctp::DdpListener::Listen(host, &g_addr_b, port, cfg);
   auto c = sctp::DdpAssociation::Connect(host, &g_addr_a, static_cast<uint16_t>(port + 1), port, cfg,
@@ -104,6 +114,8 @@ double SctpRun(sctp::UsrsctpHost& host, uint16_t port, size_t seg_size, uint64_t
     if (srv == nullptr && (srv = (*l)->Accept(&server)) != nullptr) server.assoc = srv.get();
     (*c)->Service();
     if (srv != nullptr) srv->Service();
+    (*c)->Flush();
+    if (srv != nullptr) srv->Flush();
   };
   while (!client.accepted) {
     service();
@@ -116,10 +128,26 @@ double SctpRun(sctp::UsrsctpHost& host, uint16_t port, size_t seg_size, uint64_t
   const uint64_t tx0 = host.counter(sctp::HostCounter::kTxPackets);
   uint64_t sent = 0;
   const double t0 = CpuNow();
-  while (server.segments < count) {
-    while (sent < count && client.assoc->SendSegment(0, ByteSpan(seg)) == sctp::SendResult::kOk) ++sent;
-    ring.Step();
-    service();
+  if (depth == 0) {
+    while (server.segments < count) {
+      while (sent < count && client.assoc->SendSegment(0, ByteSpan(seg)) == sctp::SendResult::kOk) {
+        ++sent;
+      }
+      client.assoc->Flush();
+      ring.Step();
+      service();
+    }
+  } else {
+    server.echo = true;
+    while (client.segments < count) {
+      while (sent < count && sent - client.segments < depth &&
+             client.assoc->SendSegment(0, ByteSpan(seg)) == sctp::SendResult::kOk) {
+        ++sent;
+      }
+      client.assoc->Flush();
+      ring.Step();
+      service();
+    }
   }
   const double s = CpuNow() - t0;
   *packets = host.counter(sctp::HostCounter::kTxPackets) - tx0;
@@ -213,7 +241,7 @@ void Report(const char* what, size_t seg, uint64_t count, double sctp_s, uint64_
   const double memcpy_s = MemcpyBaseline(seg, count);
   const double bytes = double(seg) * double(count);
   std::printf(
-      "%-8s %6llu x %4zu B: sctp+rfc5043 %8.1f MB/s %9.0f seg/s (%llu pkts)   tcp_lite+mpa %8.1f MB/s "
+      "%-14s %6llu x %4zu B: sctp+rfc5043 %8.1f MB/s %9.0f seg/s (%llu pkts)   tcp_lite+mpa %8.1f MB/s "
       "%9.0f seg/s (%llu pkts)   memcpy baseline %9.1f MB/s   sctp/tcp %.2f   sctp/memcpy %.4f\n",
       what, static_cast<unsigned long long>(count), seg, bytes / sctp_s / 1e6, count / sctp_s,
       static_cast<unsigned long long>(sctp_pkts), bytes / tcp_s / 1e6, count / tcp_s,
@@ -224,7 +252,10 @@ void Report(const char* what, size_t seg, uint64_t count, double sctp_s, uint64_
 }  // namespace
 }  // namespace iwarp
 
-int main() {
+// Arguments: none runs every case; "echo-off" / "echo-on" run only the
+// echo case without / with bundling (for profiling one of them).
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
   using namespace iwarp;  // NOLINT: benchmark driver
   sctp::HostConfig hc;
   hc.tx_queue_packets = 4096;
@@ -239,14 +270,40 @@ int main() {
     const char* name;
     size_t seg;
     uint64_t count;
-  } cases[] = {{"goodput", 1400, 20000}, {"rate", 64, 200000}};
+    bool bundle;
+  } cases[] = {{"goodput", 1400, 20000, false},
+               {"goodput+bundle", 1400, 20000, true},
+               {"rate", 64, 200000, false},
+               {"rate+bundle", 64, 200000, true}};
   uint16_t port = 6000;
+  if (only == "echo-off" || only == "echo-on") {
+    uint64_t p = 0;
+    const double sec = SctpRun(**host, port, 64, 200000, only == "echo-on", 16, &p);
+    std::printf("%s: %.0f echo/s (%llu pkts)\n", only.c_str(), 200000 / sec,
+                static_cast<unsigned long long>(p));
+    (void)host->release();
+    return 0;
+  }
   for (const Case& k : cases) {
     uint64_t sp = 0, tp = 0;
-    const double s = SctpRun(**host, port, k.seg, k.count, &sp);
+    const double s = SctpRun(**host, port, k.seg, k.count, k.bundle, /*depth=*/0, &sp);
     port = static_cast<uint16_t>(port + 2);
     const double t = TcpRun(k.seg, k.count, &tp);
     Report(k.name, k.seg, k.count, s, sp, t, tp);
+  }
+  {
+    constexpr uint64_t kEchoes = 100000;
+    uint64_t p_off = 0, p_on = 0;
+    const double off = SctpRun(**host, port, 64, kEchoes, false, 16, &p_off);
+    port = static_cast<uint16_t>(port + 2);
+    const double on = SctpRun(**host, port, 64, kEchoes, true, 16, &p_on);
+    port = static_cast<uint16_t>(port + 2);
+    std::printf(
+        "echo, 16 out  %6llu x   64 B: sctp+rfc5043 %9.0f echo/s (%llu pkts)   +bundle %9.0f echo/s "
+        "(%llu pkts)   bundle/baseline %.2f\n",
+        static_cast<unsigned long long>(kEchoes), kEchoes / off,
+        static_cast<unsigned long long>(p_off), kEchoes / on, static_cast<unsigned long long>(p_on),
+        off / on);
   }
   // The host stays alive to exit (usrsctp_finish waits for closing sockets).
   (void)host->release();

@@ -121,7 +121,9 @@ class ChunkOutput {
   X(kEndReorderFull, "sctp_ddp_end_reorder_full", "streams ended: reorder store full")        \
   X(kEndMalformed, "sctp_ddp_end_malformed", "streams ended: malformed chunk (RFC 5043 5.2, 9)") \
   X(kTerminateDeferred, "sctp_ddp_terminate_deferred", "Terminates sent later: send buffer was full") \
-  X(kTerminateLost, "sctp_ddp_terminate_lost", "Terminates answering an Initiate over the limit not sent: send buffer full")
+  X(kTerminateLost, "sctp_ddp_terminate_lost", "Terminates answering an Initiate over the limit not sent: send buffer full") \
+  X(kTxFlushes, "sctp_ddp_tx_flushes", "send batches handed to usrsctp by DdpAssociation::Flush (bundle_sends)") \
+  X(kTxDropAtFlush, "sctp_ddp_tx_drop_at_flush", "drop: a chunk accepted for a batch that usrsctp then refused (association failing)")
 
 enum class DdpCounter : uint8_t {
 #define IWARP_SCTP_X(e, n, d) e,

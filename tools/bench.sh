@@ -23,7 +23,7 @@
 #          ...,pcap), each next to the kernel TCP stack over a veth pair
 #          (same MTU, same bytes and pattern) with the ratio (root, hugepages;
 #          tools/iwarp_perf_bench.py)
-#        tools/bench.sh sctp [--count-4k N] [--count-64k N] [--count-send N]
+#        tools/bench.sh sctp [--count-4k N] [--count-64k N] [--count-send N] [--rows w4k,w64k,s64] [--repeat N]
 #          RDMA over SCTP (RFC 5043) against iWARP over TCP/MPA through the same
 #          two iwarpd daemons over net_memif: RDMA Write goodput at 4 KiB and
 #          64 KiB and 64-byte Send message rate, with ratios (root, hugepages;

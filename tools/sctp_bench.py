@@ -17,7 +17,7 @@ for figures worth comparing. Compare ratios, not absolute numbers.
                             messages per second.
 
   sctp_bench.py --iwarpd PATH --iwarpctl PATH [--count-4k N] [--count-64k N]
-                [--count-send N]
+                [--count-send N] [--rows w4k,w64k,s64] [--repeat N]
 
 Needs root and hugepages (memif); prints the reason and exits 77 otherwise.
 """
@@ -88,6 +88,11 @@ def main():
     ap.add_argument("--count-4k", type=int, default=20000)
     ap.add_argument("--count-64k", type=int, default=3000)
     ap.add_argument("--count-send", type=int, default=50000)
+    ap.add_argument("--rows", default="w4k,w64k,s64",
+                    help="comma-separated subset of w4k, w64k, s64 (default: all)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each row's SCTP/TCP pair N times, interleaved, and print "
+                         "every pair and the median ratio (shared, noisy machines)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces)")
@@ -97,6 +102,11 @@ def main():
         return 77
     runs = {"w4k": ("write", 4096, args.count_4k), "w64k": ("write", 65536, args.count_64k),
             "s64": ("send", 64, args.count_send)}
+    rows = [r for r in args.rows.split(",") if r]
+    for r in rows:
+        if r not in runs:
+            ap.error("unknown row %r (w4k, w64k, s64)" % r)
+    runs = {k: v for k, v in runs.items() if k in rows}
     d = tempfile.mkdtemp(prefix="iwarpd_sctp_bench_")
     sock = os.path.join(d, "memif.sock")
     a = iw.MemifDaemon(args, "qa", iw.A_IP, "server", sock, RESPONDERS, RESPONDER_IWARP,
@@ -105,27 +115,38 @@ def main():
     try:
         a.start()
         for key, (op, msg, count) in runs.items():
-            for transport in ("sctp", "tcp"):
-                res[(key, transport)] = run_client(args, sock, "%s_%s" % (key, transport),
-                                                   transport, op, msg, count)
-                end = time.time() + 5
-                while a.ctl_json("sctp")["associations"] != 0 and time.time() < end:
-                    time.sleep(0.05)
+            for rep in range(args.repeat):
+                for transport in ("sctp", "tcp"):
+                    res[(key, transport, rep)] = run_client(
+                        args, sock, "%s_%s" % (key, transport), transport, op, msg, count)
+                    end = time.time() + 5
+                    while a.ctl_json("sctp")["associations"] != 0 and time.time() < end:
+                        time.sleep(0.05)
     finally:
         a.cleanup()
         shutil.rmtree(d, ignore_errors=True)
+
+    def figure(key, r):
+        if key == "s64":
+            return r["run_messages"] * 1e6 / r["run_elapsed_us"]
+        return r["run_bytes"] * 8 / r["run_elapsed_us"]
+
     print("%-36s %14s %14s %8s" % ("", "SCTP (RFC5043)", "TCP/MPA (CRC)", "ratio"))
     for key, label in (("w4k", "write_bw 4 KiB, depth 16 (Mbit/s)"),
-                       ("w64k", "write_bw 64 KiB, depth 16 (Mbit/s)")):
-        s, t = res[(key, "sctp")], res[(key, "tcp")]
-        mine = s["run_bytes"] * 8 / s["run_elapsed_us"]
-        base = t["run_bytes"] * 8 / t["run_elapsed_us"]
-        print("%-36s %14.0f %14.0f %8.2f" % (label, mine, base, mine / base))
-    s, t = res[("s64", "sctp")], res[("s64", "tcp")]
-    mine = s["run_messages"] * 1e6 / s["run_elapsed_us"]
-    base = t["run_messages"] * 1e6 / t["run_elapsed_us"]
-    print("%-36s %14.0f %14.0f %8.2f" % ("send 64 B echoed, depth 16 (msg/s)", mine, base,
-                                         mine / base))
+                       ("w64k", "write_bw 64 KiB, depth 16 (Mbit/s)"),
+                       ("s64", "send 64 B echoed, depth 16 (msg/s)")):
+        if key not in runs:
+            continue
+        pairs = [(figure(key, res[(key, "sctp", i)]), figure(key, res[(key, "tcp", i)]))
+                 for i in range(args.repeat)]
+        for mine, base in pairs:
+            print("%-36s %14.0f %14.0f %8.2f" % (label, mine, base, mine / base))
+        if args.repeat > 1:
+            ratios = sorted(m / b for m, b in pairs)
+            mid = len(ratios) // 2
+            median = (ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2)
+            print("%-36s %14s %14s %8.2f" % ("  median ratio of %d pairs" % args.repeat, "",
+                                             "", median))
     return 0
 
 
