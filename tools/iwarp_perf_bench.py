@@ -48,9 +48,15 @@ numbers (the load average is printed with the table).
                       [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost[,pcap]]
+                      [--baseline-iwarpd PATH]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
+
+--baseline-iwarpd PATH runs every iwarpd row first with that daemon binary
+(e.g. the previous build) and then with --iwarpd, in the same minutes and
+with the same iwarp-perf, and prints both with their ratio: the figure for a
+daemon change on this noisy machine.
 
 Needs root and hugepages (memif, vhost); prints the reason and exits 77
 otherwise. The pcap/veth rows need no hugepages.
@@ -283,20 +289,43 @@ def kernel_runs(args, mtu, with_small):
         ib.sh("ip", "netns", "del", NS_B, check=False)
 
 
-def link_rows(notes, link, mtu, kern, runs):
+def with_baseline(args, notes, what, runs):
+    """Runs `runs(a)` with the baseline daemon (--baseline-iwarpd), if any,
+    then with --iwarpd; returns (result, baseline result or None). A failed
+    baseline run is a note, not an error."""
+    prev = None
+    if args.baseline_iwarpd:
+        base_args = argparse.Namespace(**vars(args))
+        base_args.iwarpd = args.baseline_iwarpd
+        try:
+            prev = runs(base_args)
+        except (aw.TestFailure, RuntimeError) as e:
+            lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+            notes.append("%s: baseline iwarpd did not run: %s" %
+                         (what, " / ".join(lines[:1] + lines[-1:])))
+    return runs(args), prev
+
+
+def link_rows(args, notes, link, mtu, kern, runs):
     """write_bw rows of one link at `mtu` beside the kernel's; a run that
     fails is a row of n/a and a note with iwarp-perf's first and last line."""
+    prev = None
     try:
-        r = runs()
+        r, prev = with_baseline(args, notes, "MTU %d %s" % (mtu, link), runs)
         notes.append("MTU %d %s: %s" % (mtu, link, r["rtx"]))
+        if prev is not None:
+            notes.append("MTU %d %s baseline: %s" % (mtu, link, prev["rtx"]))
         mine = (r["w4k"], r["w64k"])
     except (aw.TestFailure, RuntimeError) as e:
         lines = [l.strip() for l in str(e).splitlines() if l.strip()]
         notes.append("MTU %d %s: iwarpd did not run: %s" %
                      (mtu, link, " / ".join(lines[:1] + lines[-1:])))
         mine = (None, None)
-    return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True),
-            ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True)]
+    old = (prev["w4k"], prev["w64k"]) if prev is not None else (None, None)
+    return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True,
+             old[0]),
+            ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True,
+             old[1])]
 
 
 def main():
@@ -317,6 +346,9 @@ def main():
     ap.add_argument("--mtus", default="1500,9000")
     ap.add_argument("--links", default="memif,vhost",
                     help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
+    ap.add_argument("--baseline-iwarpd", default=None,
+                    help="also run every iwarpd row with this daemon binary, just before "
+                         "--iwarpd, and print both")
     args = ap.parse_args()
     if args.count_vhost_4k is None:
         args.count_vhost_4k = args.count_4k
@@ -342,40 +374,55 @@ def main():
         small = i == 0
         kern = kernel_runs(args, mtu, small)
         if "memif" in links and mtu <= MEMIF_MAX_MTU:
-            ours = iwarpd_runs(args, small)
+            ours, prev = with_baseline(args, notes, "MTU %d memif" % mtu,
+                                       lambda a: iwarpd_runs(a, small))
+            old = prev if prev is not None else {}
             rows += [("write_bw 4 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w4k"], kern["w4k"],
-                      True),
+                      True, old.get("w4k")),
                      ("write_bw 64 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w64k"],
-                      kern["w64k"], True)]
+                      kern["w64k"], True, old.get("w64k"))]
             if small:
                 rows += [("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
-                          True),
+                          True, old.get("s64")),
                          ("send_lat 64 B RTT median, memif (us)", ours["slat"], kern["slat"],
-                          False),
+                          False, old.get("slat")),
                          ("send_lat 64 B RTT min, memif (us)", ours["slat_min"],
-                          kern["slat_min"], False),
+                          kern["slat_min"], False, old.get("slat_min")),
                          ("write_lat 64 B RTT median, memif (us)", ours["wlat"], kern["wlat"],
-                          False),
+                          False, old.get("wlat")),
                          ("write_lat 64 B RTT min, memif (us)", ours["wlat_min"],
-                          kern["wlat_min"], False)]
+                          kern["wlat_min"], False, old.get("wlat_min"))]
         elif "memif" in links:
             notes.append("MTU %d: no memif rows (DPDK 22.11 net_memif carries at most 1518-byte "
                          "frames; iwarpd refuses the port at start-up)" % mtu)
         if "vhost" in links:
-            rows += link_rows(notes, "vhost", mtu, kern, lambda: iwarpd_vhost_runs(args, mtu))
+            rows += link_rows(args, notes, "vhost", mtu, kern,
+                              lambda a: iwarpd_vhost_runs(a, mtu))
         if "pcap" in links:
-            rows += link_rows(notes, "pcap/veth", mtu, kern, lambda: iwarpd_pcap_runs(args, mtu))
+            rows += link_rows(args, notes, "pcap/veth", mtu, kern,
+                              lambda a: iwarpd_pcap_runs(a, mtu))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
           "kernel TCP over veth at the same MTU (Python sockets); load average %s" %
           (DEPTH, " ".join(open("/proc/loadavg").read().split()[:3])))
-    print("%-44s %14s %16s %8s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio"))
-    for label, mine, base, higher_better in rows:
+    with_prev = bool(args.baseline_iwarpd)
+    if with_prev:
+        print("baseline iwarpd: %s (run just before each iwarpd row)" % args.baseline_iwarpd)
+    print("%-44s %14s %16s %8s%s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio",
+                                     " %16s %9s" % ("baseline iwarpd", "new/base")
+                                     if with_prev else ""))
+    for label, mine, base, higher_better, prev in rows:
+        extra = ""
+        if with_prev:
+            if prev is None or mine is None:
+                extra = " %16s %9s" % ("n/a", "n/a")
+            else:
+                extra = " %16.1f %9.2f" % (prev, mine / prev if prev else float("nan"))
         if mine is None:
-            print("%-44s %14s %16.1f %8s" % (label, "n/a", base, "n/a"))
+            print("%-44s %14s %16.1f %8s%s" % (label, "n/a", base, "n/a", extra))
             continue
         ratio = mine / base if base else float("nan")
-        print("%-44s %14.1f %16.1f %8.2f%s" % (label, mine, base, ratio,
-                                               "" if higher_better else "  (lower is better)"))
+        print("%-44s %14.1f %16.1f %8.2f%s%s" % (label, mine, base, ratio, extra,
+                                                 "" if higher_better else "  (lower is better)"))
     for n in notes:
         print("note: " + n)
     return 0
