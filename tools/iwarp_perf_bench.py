@@ -39,7 +39,9 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             scheduler's share on a loaded machine.
 
 The kernel side is driven by Python sockets (one system call per message),
-iwarpd's daemons busy-poll one core each (idle_sleep_us 0); on a shared
+iwarpd's daemons busy-poll one core each (idle_sleep_us 0, or
+--idle-sleep-us N: a worker that found no work 16 times in a row sleeps N us,
+handing its core to what shares it); on a shared
 machine the figures move with the load, so compare ratios, not absolute
 numbers (the load average is printed with the table).
 
@@ -48,7 +50,7 @@ numbers (the load average is printed with the table).
                       [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost[,pcap]]
-                      [--baseline-iwarpd PATH]
+                      [--baseline-iwarpd PATH] [--idle-sleep-us N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
@@ -123,7 +125,8 @@ class BenchDaemon(aw.AppDaemon):
 
     def __init__(self, args, name, ip, role, sock, main_lcore, worker_lcore, tcp_extra=""):
         super().__init__(args, name, ip, role, sock, "", tcp_extra=tcp_extra,
-                         main_lcore=main_lcore, worker_lcore=worker_lcore, idle_sleep_us=0)
+                         main_lcore=main_lcore, worker_lcore=worker_lcore,
+                         idle_sleep_us=args.idle_sleep_us)
 
 
 class PcapBenchDaemon(mj.VdevPort, BenchDaemon):
@@ -346,6 +349,8 @@ def main():
     ap.add_argument("--mtus", default="1500,9000")
     ap.add_argument("--links", default="memif,vhost",
                     help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
+    ap.add_argument("--idle-sleep-us", type=int, default=0,
+                    help="both daemons' workers.idle_sleep_us (0: busy-poll, the default)")
     ap.add_argument("--baseline-iwarpd", default=None,
                     help="also run every iwarpd row with this daemon binary, just before "
                          "--iwarpd, and print both")
