@@ -50,15 +50,16 @@ numbers (the load average is printed with the table).
                       [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost[,pcap]]
-                      [--baseline-iwarpd PATH] [--idle-sleep-us N]
+                      [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
 
---baseline-iwarpd PATH runs every iwarpd row first with that daemon binary
-(e.g. the previous build) and then with --iwarpd, in the same minutes and
-with the same iwarp-perf, and prints both with their ratio: the figure for a
-daemon change on this noisy machine.
+--baseline-iwarpd PATH runs every iwarpd row also with that daemon binary
+(e.g. the previous build), just before --iwarpd (just after it in every
+second repeat), in the same minutes and with the same iwarp-perf, and prints
+both with their ratio: the figure for a daemon change on this noisy machine.
+--repeat N runs everything N times and prints medians.
 
 Needs root and hugepages (memif, vhost); prints the reason and exits 77
 otherwise. The pcap/veth rows need no hugepages.
@@ -294,18 +295,27 @@ def kernel_runs(args, mtu, with_small):
 
 def with_baseline(args, notes, what, runs):
     """Runs `runs(a)` with the baseline daemon (--baseline-iwarpd), if any,
-    then with --iwarpd; returns (result, baseline result or None). A failed
+    and with --iwarpd (baseline first, or second when args.new_first: the
+    repeats alternate); returns (result, baseline result or None). A failed
     baseline run is a note, not an error."""
-    prev = None
-    if args.baseline_iwarpd:
-        base_args = argparse.Namespace(**vars(args))
-        base_args.iwarpd = args.baseline_iwarpd
+    if not args.baseline_iwarpd:
+        return runs(args), None
+    base_args = argparse.Namespace(**vars(args))
+    base_args.iwarpd = args.baseline_iwarpd
+
+    def baseline():
         try:
-            prev = runs(base_args)
+            return runs(base_args)
         except (aw.TestFailure, RuntimeError) as e:
             lines = [l.strip() for l in str(e).splitlines() if l.strip()]
             notes.append("%s: baseline iwarpd did not run: %s" %
                          (what, " / ".join(lines[:1] + lines[-1:])))
+            return None
+
+    if args.new_first:
+        mine = runs(args)
+        return mine, baseline()
+    prev = baseline()
     return runs(args), prev
 
 
@@ -331,47 +341,8 @@ def link_rows(args, notes, link, mtu, kern, runs):
              old[1])]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--iwarpd", required=True)
-    ap.add_argument("--iwarpctl", required=True)
-    ap.add_argument("--perf", required=True)
-    ap.add_argument("--count-4k", type=int, default=50000)
-    ap.add_argument("--count-64k", type=int, default=8000)
-    ap.add_argument("--count-send", type=int, default=100000)
-    ap.add_argument("--count-lat", type=int, default=5000)
-    ap.add_argument("--count-vhost-4k", type=int, default=None,
-                    help="vhost rows' 4 KiB count (default --count-4k)")
-    ap.add_argument("--count-vhost-64k", type=int, default=None,
-                    help="vhost rows' 64 KiB count (default --count-64k)")
-    ap.add_argument("--count-pcap-4k", type=int, default=400)
-    ap.add_argument("--count-pcap-64k", type=int, default=100)
-    ap.add_argument("--mtus", default="1500,9000")
-    ap.add_argument("--links", default="memif,vhost",
-                    help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
-    ap.add_argument("--idle-sleep-us", type=int, default=0,
-                    help="both daemons' workers.idle_sleep_us (0: busy-poll, the default)")
-    ap.add_argument("--baseline-iwarpd", default=None,
-                    help="also run every iwarpd row with this daemon binary, just before "
-                         "--iwarpd, and print both")
-    args = ap.parse_args()
-    if args.count_vhost_4k is None:
-        args.count_vhost_4k = args.count_4k
-    if args.count_vhost_64k is None:
-        args.count_vhost_64k = args.count_64k
-    links = args.links.split(",")
-    if not links or any(l not in ("memif", "vhost", "pcap") for l in links):
-        print("--links takes memif, vhost and pcap, comma-separated: %s" % args.links)
-        return 2
-    if os.geteuid() != 0:
-        print("SKIP: needs root (network namespaces, veth devices)")
-        return 77
-    need = max(2 * iwd.MEMORY_MB if "memif" in links else 0,
-               2 * mj.VHOST_MEMORY_MB if "vhost" in links else 0)
-    if iwd.free_hugepage_mib() < need:
-        print("SKIP: net_memif / vhost-user need %d MiB of free hugepages (%d free)" %
-              (need, iwd.free_hugepage_mib()))
-        return 77
+def run_all(args, links):
+    """One pass over every row: (rows, notes)."""
     mtus = [int(m) for m in args.mtus.split(",")]
     rows = []
     notes = []
@@ -406,9 +377,91 @@ def main():
         if "pcap" in links:
             rows += link_rows(args, notes, "pcap/veth", mtu, kern,
                               lambda a: iwarpd_pcap_runs(a, mtu))
+    return rows, notes
+
+
+def median(values):
+    """Median of the values that are not None (None if there are none)."""
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def median_row(rows):
+    """One row per run of the same label -> the row of medians."""
+    label, _, _, higher_better, _ = rows[0]
+    return (label, median(r[1] for r in rows), median(r[2] for r in rows), higher_better,
+            median(r[4] for r in rows))
+
+
+def per_run(values):
+    return " ".join("n/a" if v is None else "%.1f" % v for v in values)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iwarpd", required=True)
+    ap.add_argument("--iwarpctl", required=True)
+    ap.add_argument("--perf", required=True)
+    ap.add_argument("--count-4k", type=int, default=50000)
+    ap.add_argument("--count-64k", type=int, default=8000)
+    ap.add_argument("--count-send", type=int, default=100000)
+    ap.add_argument("--count-lat", type=int, default=5000)
+    ap.add_argument("--count-vhost-4k", type=int, default=None,
+                    help="vhost rows' 4 KiB count (default --count-4k)")
+    ap.add_argument("--count-vhost-64k", type=int, default=None,
+                    help="vhost rows' 64 KiB count (default --count-64k)")
+    ap.add_argument("--count-pcap-4k", type=int, default=400)
+    ap.add_argument("--count-pcap-64k", type=int, default=100)
+    ap.add_argument("--mtus", default="1500,9000")
+    ap.add_argument("--links", default="memif,vhost",
+                    help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every row this many times (kernel, baseline, iwarpd in turn) "
+                         "and print medians, with each run's figures in the notes")
+    ap.add_argument("--idle-sleep-us", type=int, default=0,
+                    help="both daemons' workers.idle_sleep_us (0: busy-poll, the default)")
+    ap.add_argument("--baseline-iwarpd", default=None,
+                    help="also run every iwarpd row with this daemon binary, just before "
+                         "--iwarpd, and print both")
+    args = ap.parse_args()
+    if args.count_vhost_4k is None:
+        args.count_vhost_4k = args.count_4k
+    if args.count_vhost_64k is None:
+        args.count_vhost_64k = args.count_64k
+    links = args.links.split(",")
+    if not links or any(l not in ("memif", "vhost", "pcap") for l in links):
+        print("--links takes memif, vhost and pcap, comma-separated: %s" % args.links)
+        return 2
+    if os.geteuid() != 0:
+        print("SKIP: needs root (network namespaces, veth devices)")
+        return 77
+    need = max(2 * iwd.MEMORY_MB if "memif" in links else 0,
+               2 * mj.VHOST_MEMORY_MB if "vhost" in links else 0)
+    if iwd.free_hugepage_mib() < need:
+        print("SKIP: net_memif / vhost-user need %d MiB of free hugepages (%d free)" %
+              (need, iwd.free_hugepage_mib()))
+        return 77
+    loads = []
+    runs = []
+    notes = []
+    for rep in range(args.repeat):
+        loads.append(" ".join(open("/proc/loadavg").read().split()[:3]))
+        args.new_first = rep % 2 == 1
+        rows, rep_notes = run_all(args, links)
+        runs.append(rows)
+        notes += ["run %d: %s" % (rep + 1, n) if args.repeat > 1 else n for n in rep_notes]
+    rows = [median_row([r[i] for r in runs]) for i in range(len(runs[0]))]
+    if args.repeat > 1:
+        for i, row in enumerate(rows):
+            notes.append("%s: iwarpd %s; baseline %s; kernel %s" % (
+                row[0], per_run([r[i][1] for r in runs]), per_run([r[i][4] for r in runs]),
+                per_run([r[i][2] for r in runs])))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
-          "kernel TCP over veth at the same MTU (Python sockets); load average %s" %
-          (DEPTH, " ".join(open("/proc/loadavg").read().split()[:3])))
+          "kernel TCP over veth at the same MTU (Python sockets); load average %s%s" %
+          (DEPTH, " / ".join(loads),
+           "; medians of %d runs" % args.repeat if args.repeat > 1 else ""))
     with_prev = bool(args.baseline_iwarpd)
     if with_prev:
         print("baseline iwarpd: %s (run just before each iwarpd row)" % args.baseline_iwarpd)
