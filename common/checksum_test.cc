@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -78,6 +80,64 @@ TEST(Checksum, WideWordSumMatchesTheDefinitionForEveryLengthAndAlignment) {
               ReferenceChecksum(start, buf.data() + offset, len))
         << "iteration " << iter << " offset " << offset << " length " << len;
   }
+}
+
+TEST(Checksum, EveryImplementationMatchesTheDefinitionAtOddOffsetsAndLengths) {
+  std::mt19937 rng(13);
+  std::vector<uint8_t> random(70000 + 64);
+  for (uint8_t& b : random) b = static_cast<uint8_t>(rng());
+  // All-0xff data drives every lane towards its carries.
+  const std::vector<uint8_t> ones(random.size(), 0xff);
+  std::vector<uint8_t> dst(random.size());
+  int checked = 0;
+  for (ChecksumImpl impl : {ChecksumImpl::kPortable, ChecksumImpl::kSse2, ChecksumImpl::kAvx2}) {
+    if (!ChecksumImplAvailable(impl)) {
+      std::printf("[ SKIPPED  ] %s: not available on this CPU or build\n",
+                  std::string(ChecksumImplName(impl)).c_str());
+      continue;
+    }
+    ++checked;
+    for (int iter = 0; iter < 1500; ++iter) {
+      if (iter % 10 == 1) random[rng() % random.size()] ^= static_cast<uint8_t>(rng() | 1);
+      const std::vector<uint8_t>& buf = iter % 5 == 0 ? ones : random;
+      const size_t offset = rng() % 64;
+      const size_t len = iter < 300 ? static_cast<size_t>(iter)
+                         : iter % 50 == 0 ? 65536 + rng() % 4000
+                                          : rng() % 9001;
+      const uint32_t start = iter % 3 == 0 ? 0 : static_cast<uint32_t>(rng());
+      const ByteSpan src(buf.data() + offset, len);
+      const uint16_t want = ReferenceChecksum(start, src.data(), len);
+      ASSERT_EQ(ChecksumFold(ChecksumAddWith(impl, start, src)), want)
+          << ChecksumImplName(impl) << " iteration " << iter << " offset " << offset
+          << " length " << len;
+      // The copying variant: same sum, bytes copied exactly, nothing written
+      // past the end (dst offset differs from src offset: unaligned stores).
+      const size_t doff = (offset * 7 + 3) % 64;
+      std::fill(dst.begin(), dst.end(), 0xa5);
+      ASSERT_EQ(ChecksumFold(ChecksumCopyWith(impl, dst.data() + doff, src, start)), want)
+          << ChecksumImplName(impl) << " copy, iteration " << iter;
+      ASSERT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + static_cast<ptrdiff_t>(doff)));
+      ASSERT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(doff),
+                              [](uint8_t b) { return b == 0xa5; }));
+      ASSERT_TRUE(std::all_of(dst.begin() + static_cast<ptrdiff_t>(doff + len), dst.end(),
+                              [](uint8_t b) { return b == 0xa5; }));
+    }
+  }
+  EXPECT_GE(checked, 1);
+}
+
+TEST(Checksum, DefaultEntryPointsUseTheChosenImplementation) {
+  std::vector<uint8_t> buf(3001);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i * 37 + 1);
+  EXPECT_TRUE(ChecksumImplAvailable(ChecksumImplInUse()));
+  EXPECT_EQ(ChecksumAdd(5, buf), ChecksumAddWith(ChecksumImplInUse(), 5, buf));
+  std::vector<uint8_t> dst(buf.size());
+  EXPECT_EQ(ChecksumFold(ChecksumCopy(dst.data(), buf, 5)),
+            ReferenceChecksum(5, buf.data(), buf.size()));
+  EXPECT_EQ(dst, buf);
+#if defined(__x86_64__)
+  EXPECT_NE(ChecksumImplInUse(), ChecksumImpl::kPortable) << "x86-64 always has SSE2";
+#endif
 }
 
 TEST(Checksum, EvenPiecesChainLikeOneSpan) {

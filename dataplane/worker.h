@@ -163,6 +163,8 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // a fresh mbuf, next hop through L3Stack::Resolve.
   bool EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
                    std::span<const ByteSpan> payload) override;
+  // The payload's checksum is computed while it is copied into the mbuf.
+  bool SumsPayload() const override { return true; }
 
  private:
   // PollOnce / ReceiveBurst with the clock already read (one TSC read per
@@ -220,8 +222,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // The one IPv4 transmit path of EmitSegment and EmitDatagram: Ethernet +
   // IPv4 (protocol `proto`) around `first` then `rest`, copied into a fresh
   // mbuf, next hop through L3Stack::Resolve; false if no mbuf (counted).
+  // With `tcp_payload_sum`, `first` is a TCP header whose checksum still
+  // lacks the payload (tcp::TcpOutput::SumsPayload): `rest` is summed while
+  // it is copied and the copied header's checksum completed.
   bool EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan first,
-                std::span<const ByteSpan> rest);
+                std::span<const ByteSpan> rest, bool tcp_payload_sum = false);
   uint32_t SourceFor(uint32_t dst_ip) const;
   // Timers, services and the wire engine; returns the wire engine's work
   // (application QPs count as activity: no idle sleep while they move data).

@@ -87,6 +87,29 @@ PayloadSum SumPayload(std::span<const ByteSpan> pieces) {
   return r;
 }
 
+PayloadSum CopyAndSumPayload(std::span<const ByteSpan> pieces, uint8_t* dst) {
+  PayloadSum r;
+  for (ByteSpan p : pieces) {
+    uint16_t s = Fold16(ChecksumCopy(dst + r.length, p, 0));
+    // RFC 1071 2(B), as in SumPayload.
+    if (r.length % 2 != 0) s = static_cast<uint16_t>((s << 8) | (s >> 8));
+    r.sum = SumAdd(r.sum, s);
+    r.length += p.size();
+  }
+  return r;
+}
+
+bool AddPayloadSum(MutableByteSpan tcp_header, PayloadSum payload) {
+  if (tcp_header.size() < kHeaderSize) return false;
+  uint8_t* p = tcp_header.data();
+  // RFC 1624 3: ~checksum is the folded sum over pseudo-header and header
+  // (never 0: the pseudo-header's protocol word is not zero), to which the
+  // payload's sum is added.
+  const uint16_t partial = static_cast<uint16_t>(~LoadBe16(p + kOffChecksum));
+  StoreBe16(p + kOffChecksum, ChecksumFold(SumAdd(partial, payload.sum)));
+  return true;
+}
+
 SegmentStatus ParseSegment(ByteSpan in, size_t tcp_length, const Ipv4Addresses& addrs,
                            ChecksumCheck check, Segment* out) {
   if (tcp_length > in.size() || tcp_length < kHeaderSize || tcp_length > kMaxSegmentSize) {

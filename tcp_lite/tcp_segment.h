@@ -130,6 +130,18 @@ PayloadSum SumPayload(ByteSpan payload);
 // swap of RFC 1071 2(B).
 PayloadSum SumPayload(std::span<const ByteSpan> pieces);
 
+// Copies a payload given as pieces to `dst`, which must hold their total
+// length, and returns the same sum as SumPayload(pieces), in one pass over
+// the data (the payload is summed while it is copied into the packet).
+PayloadSum CopyAndSumPayload(std::span<const ByteSpan> pieces, uint8_t* dst);
+
+// Completes the checksum of a header that EncodeSegmentHeader wrote with
+// PayloadSum{payload.length, 0} (pseudo-header and header only) by adding
+// `payload.sum`: the header is then byte-identical to one encoded with the
+// payload's sum. Returns false (and changes nothing) if `tcp_header` is
+// shorter than a TCP header.
+bool AddPayloadSum(MutableByteSpan tcp_header, PayloadSum payload);
+
 // Parses the segment that occupies the first `tcp_length` octets of `in`
 // (octets beyond it, e.g. Ethernet padding, are ignored). `tcp_length` is the
 // pseudo-header TCP length: IPv4 total length minus the IPv4 header length.

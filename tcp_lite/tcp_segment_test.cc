@@ -185,6 +185,50 @@ TEST(TcpSegment, PieceSumsEqualContiguousSum) {
   }
 }
 
+// The output-side sum (TcpOutput::SumsPayload): header encoded with the
+// payload's length but no payload sum, payload copied and summed in one pass,
+// sum added to the header. The segment must be byte-identical to one encoded
+// with the payload's sum, for pieces of every odd and even length.
+TEST(TcpSegment, CopyAndSumThenAddPayloadSumEqualsFullEncoding) {
+  std::mt19937 rng(21);
+  uint8_t opts[kMaxOptionsSize];
+  const OptionsEncodeResult o = EncodeAckOptions(Timestamps{10, 1}, {}, opts);
+  ASSERT_EQ(o.status, OptionStatus::kOk);
+  for (int iter = 0; iter < 400; ++iter) {
+    Bytes data(iter < 100 ? static_cast<size_t>(iter) : rng() % 9000);
+    for (auto& b : data) b = static_cast<uint8_t>(rng());
+    if (iter % 9 == 0) std::fill(data.begin(), data.end(), 0xff);
+    std::vector<ByteSpan> pieces;
+    for (size_t off = 0; off < data.size();) {
+      const size_t n = std::min<size_t>(rng() % 3000, data.size() - off);
+      pieces.push_back(ByteSpan(data).subspan(off, n));
+      off += n;
+    }
+    SegmentHeader h = DataHeader();
+    h.seq = Seq32(static_cast<uint32_t>(rng()));
+    Bytes want(32);
+    ASSERT_EQ(EncodeSegmentHeader(h, ByteSpan(opts, o.size), kServerToClient, ByteSpan(data), want)
+                  .status,
+              SegmentStatus::kOk);
+    want.insert(want.end(), data.begin(), data.end());
+
+    Bytes got(32 + data.size(), 0xee);
+    ASSERT_EQ(EncodeSegmentHeader(h, ByteSpan(opts, o.size), kServerToClient,
+                                  PayloadSum{data.size(), 0}, MutableByteSpan(got).first(32))
+                  .status,
+              SegmentStatus::kOk);
+    const PayloadSum ps = CopyAndSumPayload(pieces, got.data() + 32);
+    EXPECT_EQ(ps.length, data.size());
+    ASSERT_TRUE(AddPayloadSum(MutableByteSpan(got).first(32), ps));
+    ASSERT_EQ(got, want) << "iteration " << iter << " length " << data.size();
+    Segment seg;
+    EXPECT_EQ(Parse(got, kServerToClient, &seg), SegmentStatus::kOk);
+  }
+  Bytes short_header(kHeaderSize - 1, 0);
+  EXPECT_FALSE(AddPayloadSum(MutableByteSpan(short_header), PayloadSum{0, 1}));
+  EXPECT_EQ(short_header, Bytes(kHeaderSize - 1, 0));
+}
+
 TEST(TcpSegment, IgnoresOctetsBeyondTcpLength) {
   Bytes padded = kData;
   padded.insert(padded.end(), {0, 0, 0, 0, 0, 0, 0});  // Ethernet minimum-frame padding

@@ -567,9 +567,15 @@ struct TcpStack::Impl {
       h.window = static_cast<uint16_t>(std::min<uint32_t>(wnd >> c.rcv_wscale, 0xFFFF));
     }
     const Ipv4Addresses addrs{c.tuple.local_addr, c.tuple.remote_addr};
-    const SegmentEncodeResult r = EncodeSegmentHeader(
-        h, ByteSpan(optbuf, optlen), addrs,
-        SumPayload(std::span<const ByteSpan>(pieces, npieces)), MutableByteSpan(hdr));
+    const std::span<const ByteSpan> payload(pieces, npieces);
+    PayloadSum psum;
+    if (out.SumsPayload()) {
+      for (ByteSpan p : payload) psum.length += p.size();  // the output adds the sum
+    } else {
+      psum = SumPayload(payload);
+    }
+    const SegmentEncodeResult r =
+        EncodeSegmentHeader(h, ByteSpan(optbuf, optlen), addrs, psum, MutableByteSpan(hdr));
     if (r.status != SegmentStatus::kOk) return false;  // cannot happen: sizes are ours
     if (flags & kFlagAck) {
       c.last_ack_sent = h.ack;
@@ -584,8 +590,7 @@ struct TcpStack::Impl {
     ++c.counters.segments_out;
     if (flags & kFlagRst) ++stats.rsts_out;
     const bool ok =
-        out.EmitSegment(c.tuple.local_addr, c.tuple.remote_addr, ByteSpan(hdr, r.size),
-                        std::span<const ByteSpan>(pieces, npieces));
+        out.EmitSegment(c.tuple.local_addr, c.tuple.remote_addr, ByteSpan(hdr, r.size), payload);
     if (!ok) Drop(DropReason::kTcpTxNoBuffer);
     return ok;
   }

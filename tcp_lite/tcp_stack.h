@@ -156,6 +156,12 @@ class TcpOutput {
   // (the retransmission machinery recovers it) and counts tx_no_buffer.
   virtual bool EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
                            std::span<const ByteSpan> payload) = 0;
+  // When true, the checksum in EmitSegment's `tcp_header` covers only the
+  // pseudo-header (with the full TCP length) and the header: the output adds
+  // the payload's sum while it copies the payload into the packet
+  // (CopyAndSumPayload, then AddPayloadSum on its copy of the header), so the
+  // payload is read once instead of twice. Constant for the output's life.
+  virtual bool SumsPayload() const { return false; }
 };
 
 // ---------------------------------------------------------------- connections

@@ -71,8 +71,10 @@ struct Result {
   TcpStackStats a, b;
 };
 
-Result Transfer(size_t bytes, Link::Impairment imp, TcpOptions opt, uint64_t limit_us) {
+Result Transfer(size_t bytes, Link::Impairment imp, TcpOptions opt, uint64_t limit_us,
+                bool sums_payload = false) {
   Link link(50, imp);
+  link.sums_payload = sums_payload;
   const IsnGenerator isn = TestIsn();
   const uint32_t ip_a[] = {kIpA};
   const uint32_t ip_b[] = {kIpB};
@@ -116,6 +118,8 @@ Result Transfer(size_t bytes, Link::Impairment imp, TcpOptions opt, uint64_t lim
   EXPECT_TRUE(client.rx == data_ba) << "client received different bytes";
   EXPECT_TRUE(server.rx == data_ab) << "server received different bytes";
   EXPECT_EQ(client.offset_errors + server.offset_errors, 0u);
+  const auto bad_checksum = static_cast<size_t>(DropReason::kTcpBadChecksum);
+  EXPECT_EQ(res.a.drops[bad_checksum] + res.b.drops[bad_checksum], 0u);
   return res;
 }
 
@@ -146,6 +150,22 @@ TEST(BackToBack, ImpairedLink16MiBEachWayCubic) {
   EXPECT_GT(r.b.retransmitted_segments, 0u);
   EXPECT_GT(r.a.sack_recoveries + r.b.sack_recoveries, 0u);
   EXPECT_GT(r.a.dsacks_out + r.b.dsacks_out, 0u);
+}
+
+// The output sums each payload while copying it (TcpOutput::SumsPayload), as
+// the data plane does; with loss, duplicates and reordering, retransmitted and
+// re-cut segments must carry right checksums too (every receiver verifies).
+TEST(BackToBack, ImpairedLinkWithOutputSummingThePayload) {
+  TcpOptions o;
+  o.max_connections = 4;
+  Link::Impairment imp;
+  imp.drop = 0.01;
+  imp.duplicate = 0.01;
+  imp.reorder = 0.02;
+  imp.seed = 11;
+  const Result r = Transfer(4 << 20, imp, o, 60'000'000, /*sums_payload=*/true);
+  EXPECT_GT(r.a.retransmitted_segments + r.b.retransmitted_segments, 0u);
+  EXPECT_GT(r.a.segments_in + r.b.segments_in, 2000u);
 }
 
 // RFC 9293 3.7.1, RFC 6691: options count against the MSS. With loss and

@@ -194,10 +194,21 @@ class Link {
     bool EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
                      std::span<const ByteSpan> payload) override {
       std::vector<uint8_t> b(hdr.begin(), hdr.end());
-      for (ByteSpan p : payload) b.insert(b.end(), p.begin(), p.end());
+      if (link_.sums_payload) {
+        // As the data plane does: copy and sum in one pass, then complete
+        // the header's checksum.
+        size_t n = 0;
+        for (ByteSpan p : payload) n += p.size();
+        b.resize(hdr.size() + n);
+        const PayloadSum ps = CopyAndSumPayload(payload, b.data() + hdr.size());
+        if (!AddPayloadSum(MutableByteSpan(b).first(hdr.size()), ps)) return false;
+      } else {
+        for (ByteSpan p : payload) b.insert(b.end(), p.begin(), p.end());
+      }
       link_.Enqueue(side_, src_ip, dst_ip, std::move(b));
       return true;
     }
+    bool SumsPayload() const override { return link_.sums_payload; }
    private:
     Link& link_;
     int side_;
@@ -266,6 +277,9 @@ class Link {
   uint64_t sent = 0, dropped = 0, duplicated = 0, reordered = 0;
   uint64_t max_options_and_payload = 0;  // largest segment less the base TCP header
   std::function<bool()> idle_hook;
+  // The ports act as an output that sums the payload itself
+  // (TcpOutput::SumsPayload); receivers verify every checksum either way.
+  bool sums_payload = false;
 
  private:
   uint64_t delay_us_;

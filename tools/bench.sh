@@ -14,7 +14,7 @@
 #        tools/bench.sh iwarp-perf [--count-4k N] [--count-64k N] [--count-send N]
 #                                  [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
 #                                  [--count-pcap-4k N] [--count-pcap-64k N] [--mtus 1500,9000]
-#                                  [--links memif,vhost[,pcap]]
+#                                  [--links memif,vhost[,pcap]] [--baseline-iwarpd PATH]
 #          application QPs: iwarp-perf (libiwarp) server and client on two
 #          iwarpd daemons over net_memif (MTU 1500: write_bw 4 KiB and 64 KiB,
 #          send_bw 64 B message rate, send_lat and write_lat 64 B round trips)
@@ -22,7 +22,9 @@
 #          64 KiB at MTU 1500 and 9000; net_pcap on a veth pair with --links
 #          ...,pcap), each next to the kernel TCP stack over a veth pair
 #          (same MTU, same bytes and pattern) with the ratio (root, hugepages;
-#          tools/iwarp_perf_bench.py)
+#          tools/iwarp_perf_bench.py); --baseline-iwarpd runs each iwarpd row
+#          also with that daemon (e.g. the previous build) just before, with
+#          the new/baseline ratio
 #        tools/bench.sh sctp [--count-4k N] [--count-64k N] [--count-send N] [--rows w4k,w64k,s64] [--repeat N]
 #          RDMA over SCTP (RFC 5043) against iWARP over TCP/MPA through the same
 #          two iwarpd daemons over net_memif: RDMA Write goodput at 4 KiB and

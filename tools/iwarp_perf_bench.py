@@ -39,7 +39,9 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             scheduler's share on a loaded machine.
 
 The kernel side is driven by Python sockets (one system call per message),
-iwarpd's daemons busy-poll one core each (idle_sleep_us 0); on a shared
+iwarpd's daemons busy-poll one core each (idle_sleep_us 0, or
+--idle-sleep-us N: a worker that found no work 16 times in a row sleeps N us,
+handing its core to what shares it); on a shared
 machine the figures move with the load, so compare ratios, not absolute
 numbers (the load average is printed with the table).
 
@@ -48,9 +50,16 @@ numbers (the load average is printed with the table).
                       [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost[,pcap]]
+                      [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
+
+--baseline-iwarpd PATH runs every iwarpd row also with that daemon binary
+(e.g. the previous build), just before --iwarpd (just after it in every
+second repeat), in the same minutes and with the same iwarp-perf, and prints
+both with their ratio: the figure for a daemon change on this noisy machine.
+--repeat N runs everything N times and prints medians.
 
 Needs root and hugepages (memif, vhost); prints the reason and exits 77
 otherwise. The pcap/veth rows need no hugepages.
@@ -117,7 +126,8 @@ class BenchDaemon(aw.AppDaemon):
 
     def __init__(self, args, name, ip, role, sock, main_lcore, worker_lcore, tcp_extra=""):
         super().__init__(args, name, ip, role, sock, "", tcp_extra=tcp_extra,
-                         main_lcore=main_lcore, worker_lcore=worker_lcore, idle_sleep_us=0)
+                         main_lcore=main_lcore, worker_lcore=worker_lcore,
+                         idle_sleep_us=args.idle_sleep_us)
 
 
 class PcapBenchDaemon(mj.VdevPort, BenchDaemon):
@@ -283,20 +293,110 @@ def kernel_runs(args, mtu, with_small):
         ib.sh("ip", "netns", "del", NS_B, check=False)
 
 
-def link_rows(notes, link, mtu, kern, runs):
+def with_baseline(args, notes, what, runs):
+    """Runs `runs(a)` with the baseline daemon (--baseline-iwarpd), if any,
+    and with --iwarpd (baseline first, or second when args.new_first: the
+    repeats alternate); returns (result, baseline result or None). A failed
+    baseline run is a note, not an error."""
+    if not args.baseline_iwarpd:
+        return runs(args), None
+    base_args = argparse.Namespace(**vars(args))
+    base_args.iwarpd = args.baseline_iwarpd
+
+    def baseline():
+        try:
+            return runs(base_args)
+        except (aw.TestFailure, RuntimeError) as e:
+            lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+            notes.append("%s: baseline iwarpd did not run: %s" %
+                         (what, " / ".join(lines[:1] + lines[-1:])))
+            return None
+
+    if args.new_first:
+        mine = runs(args)
+        return mine, baseline()
+    prev = baseline()
+    return runs(args), prev
+
+
+def link_rows(args, notes, link, mtu, kern, runs):
     """write_bw rows of one link at `mtu` beside the kernel's; a run that
     fails is a row of n/a and a note with iwarp-perf's first and last line."""
+    prev = None
     try:
-        r = runs()
+        r, prev = with_baseline(args, notes, "MTU %d %s" % (mtu, link), runs)
         notes.append("MTU %d %s: %s" % (mtu, link, r["rtx"]))
+        if prev is not None:
+            notes.append("MTU %d %s baseline: %s" % (mtu, link, prev["rtx"]))
         mine = (r["w4k"], r["w64k"])
     except (aw.TestFailure, RuntimeError) as e:
         lines = [l.strip() for l in str(e).splitlines() if l.strip()]
         notes.append("MTU %d %s: iwarpd did not run: %s" %
                      (mtu, link, " / ".join(lines[:1] + lines[-1:])))
         mine = (None, None)
-    return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True),
-            ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True)]
+    old = (prev["w4k"], prev["w64k"]) if prev is not None else (None, None)
+    return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True,
+             old[0]),
+            ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True,
+             old[1])]
+
+
+def run_all(args, links):
+    """One pass over every row: (rows, notes)."""
+    mtus = [int(m) for m in args.mtus.split(",")]
+    rows = []
+    notes = []
+    for i, mtu in enumerate(mtus):
+        small = i == 0
+        kern = kernel_runs(args, mtu, small)
+        if "memif" in links and mtu <= MEMIF_MAX_MTU:
+            ours, prev = with_baseline(args, notes, "MTU %d memif" % mtu,
+                                       lambda a: iwarpd_runs(a, small))
+            old = prev if prev is not None else {}
+            rows += [("write_bw 4 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w4k"], kern["w4k"],
+                      True, old.get("w4k")),
+                     ("write_bw 64 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w64k"],
+                      kern["w64k"], True, old.get("w64k"))]
+            if small:
+                rows += [("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
+                          True, old.get("s64")),
+                         ("send_lat 64 B RTT median, memif (us)", ours["slat"], kern["slat"],
+                          False, old.get("slat")),
+                         ("send_lat 64 B RTT min, memif (us)", ours["slat_min"],
+                          kern["slat_min"], False, old.get("slat_min")),
+                         ("write_lat 64 B RTT median, memif (us)", ours["wlat"], kern["wlat"],
+                          False, old.get("wlat")),
+                         ("write_lat 64 B RTT min, memif (us)", ours["wlat_min"],
+                          kern["wlat_min"], False, old.get("wlat_min"))]
+        elif "memif" in links:
+            notes.append("MTU %d: no memif rows (DPDK 22.11 net_memif carries at most 1518-byte "
+                         "frames; iwarpd refuses the port at start-up)" % mtu)
+        if "vhost" in links:
+            rows += link_rows(args, notes, "vhost", mtu, kern,
+                              lambda a: iwarpd_vhost_runs(a, mtu))
+        if "pcap" in links:
+            rows += link_rows(args, notes, "pcap/veth", mtu, kern,
+                              lambda a: iwarpd_pcap_runs(a, mtu))
+    return rows, notes
+
+
+def median(values):
+    """Median of the values that are not None (None if there are none)."""
+    v = sorted(x for x in values if x is not None)
+    if not v:
+        return None
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def median_row(rows):
+    """One row per run of the same label -> the row of medians."""
+    label, _, _, higher_better, _ = rows[0]
+    return (label, median(r[1] for r in rows), median(r[2] for r in rows), higher_better,
+            median(r[4] for r in rows))
+
+
+def per_run(values):
+    return " ".join("n/a" if v is None else "%.1f" % v for v in values)
 
 
 def main():
@@ -317,6 +417,14 @@ def main():
     ap.add_argument("--mtus", default="1500,9000")
     ap.add_argument("--links", default="memif,vhost",
                     help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every row this many times (kernel, baseline, iwarpd in turn) "
+                         "and print medians, with each run's figures in the notes")
+    ap.add_argument("--idle-sleep-us", type=int, default=0,
+                    help="both daemons' workers.idle_sleep_us (0: busy-poll, the default)")
+    ap.add_argument("--baseline-iwarpd", default=None,
+                    help="also run every iwarpd row with this daemon binary, just before "
+                         "--iwarpd, and print both")
     args = ap.parse_args()
     if args.count_vhost_4k is None:
         args.count_vhost_4k = args.count_4k
@@ -335,47 +443,44 @@ def main():
         print("SKIP: net_memif / vhost-user need %d MiB of free hugepages (%d free)" %
               (need, iwd.free_hugepage_mib()))
         return 77
-    mtus = [int(m) for m in args.mtus.split(",")]
-    rows = []
+    loads = []
+    runs = []
     notes = []
-    for i, mtu in enumerate(mtus):
-        small = i == 0
-        kern = kernel_runs(args, mtu, small)
-        if "memif" in links and mtu <= MEMIF_MAX_MTU:
-            ours = iwarpd_runs(args, small)
-            rows += [("write_bw 4 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w4k"], kern["w4k"],
-                      True),
-                     ("write_bw 64 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w64k"],
-                      kern["w64k"], True)]
-            if small:
-                rows += [("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
-                          True),
-                         ("send_lat 64 B RTT median, memif (us)", ours["slat"], kern["slat"],
-                          False),
-                         ("send_lat 64 B RTT min, memif (us)", ours["slat_min"],
-                          kern["slat_min"], False),
-                         ("write_lat 64 B RTT median, memif (us)", ours["wlat"], kern["wlat"],
-                          False),
-                         ("write_lat 64 B RTT min, memif (us)", ours["wlat_min"],
-                          kern["wlat_min"], False)]
-        elif "memif" in links:
-            notes.append("MTU %d: no memif rows (DPDK 22.11 net_memif carries at most 1518-byte "
-                         "frames; iwarpd refuses the port at start-up)" % mtu)
-        if "vhost" in links:
-            rows += link_rows(notes, "vhost", mtu, kern, lambda: iwarpd_vhost_runs(args, mtu))
-        if "pcap" in links:
-            rows += link_rows(notes, "pcap/veth", mtu, kern, lambda: iwarpd_pcap_runs(args, mtu))
+    for rep in range(args.repeat):
+        loads.append(" ".join(open("/proc/loadavg").read().split()[:3]))
+        args.new_first = rep % 2 == 1
+        rows, rep_notes = run_all(args, links)
+        runs.append(rows)
+        notes += ["run %d: %s" % (rep + 1, n) if args.repeat > 1 else n for n in rep_notes]
+    rows = [median_row([r[i] for r in runs]) for i in range(len(runs[0]))]
+    if args.repeat > 1:
+        for i, row in enumerate(rows):
+            notes.append("%s: iwarpd %s; baseline %s; kernel %s" % (
+                row[0], per_run([r[i][1] for r in runs]), per_run([r[i][4] for r in runs]),
+                per_run([r[i][2] for r in runs])))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
-          "kernel TCP over veth at the same MTU (Python sockets); load average %s" %
-          (DEPTH, " ".join(open("/proc/loadavg").read().split()[:3])))
-    print("%-44s %14s %16s %8s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio"))
-    for label, mine, base, higher_better in rows:
+          "kernel TCP over veth at the same MTU (Python sockets); load average %s%s" %
+          (DEPTH, " / ".join(loads),
+           "; medians of %d runs" % args.repeat if args.repeat > 1 else ""))
+    with_prev = bool(args.baseline_iwarpd)
+    if with_prev:
+        print("baseline iwarpd: %s (run just before each iwarpd row)" % args.baseline_iwarpd)
+    print("%-44s %14s %16s %8s%s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio",
+                                     " %16s %9s" % ("baseline iwarpd", "new/base")
+                                     if with_prev else ""))
+    for label, mine, base, higher_better, prev in rows:
+        extra = ""
+        if with_prev:
+            if prev is None or mine is None:
+                extra = " %16s %9s" % ("n/a", "n/a")
+            else:
+                extra = " %16.1f %9.2f" % (prev, mine / prev if prev else float("nan"))
         if mine is None:
-            print("%-44s %14s %16.1f %8s" % (label, "n/a", base, "n/a"))
+            print("%-44s %14s %16.1f %8s%s" % (label, "n/a", base, "n/a", extra))
             continue
         ratio = mine / base if base else float("nan")
-        print("%-44s %14.1f %16.1f %8.2f%s" % (label, mine, base, ratio,
-                                               "" if higher_better else "  (lower is better)"))
+        print("%-44s %14.1f %16.1f %8.2f%s%s" % (label, mine, base, ratio, extra,
+                                                 "" if higher_better else "  (lower is better)"))
     for n in notes:
         print("note: " + n)
     return 0
