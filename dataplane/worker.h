@@ -250,7 +250,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;
   rte_ring* neighbor_ring_ = nullptr;
-  uint64_t cycles_per_ms_ = 1;
+  uint64_t us_per_cycle_q40_ = 0;  // 10^6 / timer hz, fixed point with 40 fraction bits
   uint64_t last_tick_ms_ = 0;
   uint64_t now_ms_ = 0;  // time of the current poll, for frames the stages release
   ImpairGlue rx_glue_{this, false};
@@ -266,7 +266,6 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   std::vector<InterfaceAddress> local_addrs_;
   uint16_t tcp_mtu_ = 1500;
   uint32_t worker_count_ = 1;
-  uint64_t hz_ = 1;
   uint16_t ip_id_ = 0;
   std::unique_ptr<tcp::IsnGenerator> isn_;
   // SCTP (worker 0, sctp.enabled). Declared before the wire engine and the
