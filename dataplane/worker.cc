@@ -391,7 +391,14 @@ uint32_t Worker::DrainSctp() {
    private:
     Worker* w_;
   } sink(this);
-  return static_cast<uint32_t>(sctp_->Drain(sink));
+  // Paced by the room in the TX buffers: packets the device cannot take yet
+  // wait in the endpoint's queue (sctp_outbound_pending) rather than being
+  // dropped, so a window of ~700 packets released at once does not overrun
+  // the port's ring. Enqueue flushes every `burst_` frames, so the room
+  // comes back as fast as the device takes frames.
+  const size_t room = TxRoom();
+  if (room == 0) return 0;
+  return static_cast<uint32_t>(sctp_->Drain(sink, room));
 }
 
 uint32_t Worker::PollTcp(uint64_t now_ms) {
@@ -545,6 +552,14 @@ void Worker::Enqueue(rte_mbuf* m) {
     return;
   }
   TxBuffer& tx = tx_[static_cast<size_t>(slot)];
+  // The buffer may still hold frames the device refused (Flush): try once
+  // more before giving up on this one.
+  if (tx.count == tx.pkts.size()) Flush(tx);
+  if (tx.count == tx.pkts.size()) {
+    rte_pktmbuf_free(m);
+    stats_->Drop(DropReason::kTxRingFull);
+    return;
+  }
   tx.pkts[tx.count++] = m;
   if (tx.count >= burst_) Flush(tx);
 }
@@ -559,14 +574,37 @@ void Worker::Flush(TxBuffer& tx) {
   stats_->tx_packets.Add(sent);
   stats_->tx_bytes.Add(bytes[sent]);
   if (sent < tx.count) {
-    stats_->Drop(DropReason::kTxRingFull, tx.count - sent);
-    rte_pktmbuf_free_bulk(tx.pkts.data() + sent, tx.count - sent);
+    // The device ring is full (a memif peer that has not caught up yet, a
+    // NIC behind on completions): keep the rest, in order, for the next
+    // burst instead of losing it. A burst of an SCTP or TCP window leaving
+    // at once must not turn into loss on an idle link; frames are dropped
+    // (tx_ring_full) only when this buffer is full as well (Enqueue).
+    const uint16_t left = static_cast<uint16_t>(tx.count - sent);
+    std::memmove(tx.pkts.data(), tx.pkts.data() + sent, left * sizeof(rte_mbuf*));
+    tx.count = left;
+    stats_->tx_held.Add(left);
+    return;
   }
   tx.count = 0;
 }
 
 void Worker::FlushAll() {
   for (TxBuffer& tx : tx_) Flush(tx);
+}
+
+size_t Worker::TxRoom() const {
+  size_t room = kMaxBurst;
+  for (const TxBuffer& tx : tx_) room = std::min<size_t>(room, tx.pkts.size() - tx.count);
+  return room;
+}
+
+void Worker::DropHeldTx() {
+  for (TxBuffer& tx : tx_) {
+    if (tx.count == 0) continue;
+    stats_->Drop(DropReason::kTxRingFull, tx.count);
+    rte_pktmbuf_free_bulk(tx.pkts.data(), tx.count);
+    tx.count = 0;
+  }
 }
 
 void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
@@ -759,7 +797,12 @@ void Worker::Run() {
     }
   }
   for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();
-  FlushAll();
+  // Frames the device still refuses after a few tries are given up (counted).
+  for (int i = 0; i < 100 && TxRoom() < kMaxBurst; ++i) {
+    FlushAll();
+    if (TxRoom() < kMaxBurst) rte_delay_us_sleep(100);
+  }
+  DropHeldTx();
   DrainRings();
 }
 

@@ -48,6 +48,8 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(steered_out, "steered_out")                   \
   X(steered_in, "steered_in")                     \
   X(neighbor_updates_lost, "neighbor_updates_lost") \
+  /* TX: frames tx_burst did not take, held for the next burst (not lost) */ \
+  X(tx_held, "tx_held")                           \
   /* impairment stage (ports[].impairment) */     \
   X(impair_matched, "impair_matched")             \
   X(impair_duplicated, "impair_duplicated")       \
