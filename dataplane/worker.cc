@@ -765,6 +765,17 @@ uint32_t Worker::PollAt(uint64_t now_ms, uint64_t now_us) {
   // queued packet leaves.
   if (sctp_ != nullptr) sctp_->Poll(now_ms);
   work += PollTcp(now_ms);
+  if (sctp_services_ != nullptr) {
+    // Mirrored for the control thread, which logs every new one.
+    const uint64_t t = sctp_services_->session_end_timeouts();
+    const uint64_t f = sctp_services_->shutdowns_forced();
+    if (t != stats_->sctp_session_end_timeouts.Get()) {
+      stats_->sctp_session_end_timeouts.Add(t - stats_->sctp_session_end_timeouts.Get());
+    }
+    if (f != stats_->sctp_shutdowns_forced.Get()) {
+      stats_->sctp_shutdowns_forced.Add(f - stats_->sctp_shutdowns_forced.Get());
+    }
+  }
   if (sctp_ != nullptr) work += DrainSctp();
   // A telemetry request: answer from this lcore, which owns the stack.
   const uint64_t request = snapshot_request_.load(std::memory_order_acquire);
