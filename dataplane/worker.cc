@@ -210,6 +210,9 @@ absl::Status Worker::InitSctp() {
   ec.association.rto_max_ms = c.rto_max_ms;
   ec.association.delayed_sack_ms = c.delayed_sack_ms;
   ec.association.sack_frequency = c.sack_frequency;
+  // The DDP reorder store and window from the buffers (the config loader
+  // refused buffers beyond 32767 full-size chunks, RFC 5043 10).
+  sctp::SizeReorderStore(&ec.association);
   ec.max_peers = c.max_peers;
   ec.max_associations = c.max_associations;
   ec.max_listeners = static_cast<uint32_t>(cfg_.services.size()) + 8;
@@ -414,6 +417,7 @@ void Worker::FillTcpSnapshot() {
   if (sctp_ != nullptr) {
     TcpSnapshot::Sctp& o = snapshot_.sctp;
     o.enabled = true;
+    sctp_->host().SyncStackStats();
     for (size_t i = 0; i < o.host.size(); ++i) o.host[i] = sctp_->host_counter(static_cast<sctp::HostCounter>(i));
     for (size_t i = 0; i < o.endpoint.size(); ++i) {
       o.endpoint[i] = sctp_->counter(static_cast<sctp::EndpointCounter>(i));
