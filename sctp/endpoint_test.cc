@@ -122,13 +122,30 @@ bool RunUntil(Reflector& r, F done, uint64_t timeout_ms = 10000) {
   return done();
 }
 
-TEST(SctpEndpointTest, SecondEndpointInOneProcessIsRefused) {
+// Every test starts from a quiet endpoint, whatever ran before it (tests
+// share the process's one endpoint; gtest_shuffle reorders them): no
+// tracked association, no packet waiting to go out and no peer holding a
+// link (idle links are given back after kPeerIdleMs).
+class SctpEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(g_ep, nullptr);
+    Reflector r;
+    ASSERT_TRUE(RunUntil(r, [] {
+      return g_ep->associations() == 0 && g_ep->outbound_pending() == 0 && g_ep->peers() == 0;
+    }, 20 * kPeerIdleMs))
+        << "endpoint not quiet: " << g_ep->associations() << " associations, "
+        << g_ep->outbound_pending() << " packets queued, " << g_ep->peers() << " peers";
+  }
+};
+
+TEST_F(SctpEndpointTest, SecondEndpointInOneProcessIsRefused) {
   auto second = SctpEndpoint::Create(EndpointConfig{});
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(SctpEndpointTest, PacketFromUnknownAddressWithNoListenerIsDroppedAndCounted) {
+TEST_F(SctpEndpointTest, PacketFromUnknownAddressWithNoListenerIsDroppedAndCounted) {
   const uint64_t before = g_ep->counter(EndpointCounter::kRxNoPeer);
   std::vector<uint8_t> pkt(32, 0);
   SctpFillCrc(MutableByteSpan(pkt));
@@ -137,7 +154,7 @@ TEST(SctpEndpointTest, PacketFromUnknownAddressWithNoListenerIsDroppedAndCounted
   EXPECT_EQ(g_ep->CookieOf(0xC61200F0), nullptr);
 }
 
-TEST(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
+TEST_F(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
   Acceptor acceptor;
   auto listener = g_ep->Listen(7100, &acceptor);
   ASSERT_TRUE(listener.ok()) << listener.status();
@@ -207,7 +224,7 @@ TEST(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
   EXPECT_EQ(g_ep->associations(), 0u);
 }
 
-TEST(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
+TEST_F(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
   struct Dropper : AcceptHandler {
     std::unique_ptr<SctpAssociation> kept;
     void OnAssociationAccepted(std::unique_ptr<SctpAssociation> a) override { kept = std::move(a); }
@@ -228,9 +245,9 @@ TEST(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
   RunUntil(r, [] { return false; }, 50);
 }
 
-TEST(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
-  // An address with a link already (kPeerA from the tests above, or made
-  // here by a connect whose INIT is never answered).
+TEST_F(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
+  // An address with a link (made here by a connect whose INIT is never
+  // answered).
   Events c;
   auto a = g_ep->Connect(kPeerA, 7199, &c);
   ASSERT_TRUE(a.ok()) << a.status();
@@ -242,7 +259,7 @@ TEST(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
   EXPECT_EQ(g_ep->host_counter(HostCounter::kRxBadCrc), before + 1);
 }
 
-TEST(SctpEndpointTest, PeerTableBoundsNewAddresses) {
+TEST_F(SctpEndpointTest, PeerTableBoundsNewAddresses) {
   Acceptor acceptor;
   auto listener = g_ep->Listen(7102, &acceptor);
   ASSERT_TRUE(listener.ok()) << listener.status();
@@ -268,7 +285,7 @@ TEST(SctpEndpointTest, PeerTableBoundsNewAddresses) {
 // A full peer table empties once its peers are idle without associations,
 // a peer with a live association keeps its link however long it is quiet,
 // and a reclaimed address can connect again.
-TEST(SctpEndpointTest, IdlePeersGiveTheirLinksBackAndBusyOnesKeepThem) {
+TEST_F(SctpEndpointTest, IdlePeersGiveTheirLinksBackAndBusyOnesKeepThem) {
   Reflector r;
   constexpr uint32_t kPeerC = 0xC6120004;  // 198.18.0.4
   Acceptor acceptor;
