@@ -812,6 +812,16 @@ void Worker::Run() {
     }
   }
   for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();
+  // A stopping daemon aborts its SCTP associations (RFC 9260 9.1), so the
+  // peers free their QP slots now rather than after heartbeat failure
+  // detection; the ABORTs leave like every other SCTP packet.
+  if (sctp_ != nullptr && sctp_->AbortAll() != 0) {
+    for (int i = 0; i < 100 && sctp_->outbound_pending() != 0; ++i) {
+      DrainSctp();
+      FlushAll();
+      if (sctp_->outbound_pending() != 0) rte_delay_us_sleep(100);
+    }
+  }
   // Frames the device still refuses after a few tries are given up (counted).
   for (int i = 0; i < 100 && TxRoom() < kMaxBurst; ++i) {
     FlushAll();

@@ -234,6 +234,12 @@ absl::StatusOr<DdpAssociation::SctpStatus> DdpAssociation::Status() const {
   return out;
 }
 
+void DdpAssociation::Abort() {
+  if (so_ == nullptr) return;
+  AbortSocket();
+  GoDown();
+}
+
 void DdpAssociation::Shutdown() {
   if (so_ != nullptr && state_ != State::kDown && state_ != State::kRefused) {
     usrsctp_shutdown(so_, SHUT_WR);

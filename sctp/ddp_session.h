@@ -129,6 +129,10 @@ class DdpAssociation {
 
   // Graceful SCTP shutdown (open sessions see kAssociationDown when it ends).
   void Shutdown();
+  // Ends the association at once with SCTP ABORT (RFC 9260 9.1), so the peer
+  // frees what it holds for it without waiting for failure detection; open
+  // sessions see kAssociationDown now. The handle stays valid.
+  void Abort();
 
   // ---- session control (RFC 5043 6) ----
   SendResult Initiate(uint16_t stream, ByteSpan private_data);

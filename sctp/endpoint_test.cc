@@ -224,6 +224,35 @@ TEST_F(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
   EXPECT_EQ(g_ep->associations(), 0u);
 }
 
+// The stop path: every live association is aborted at once (both ends here,
+// the endpoint talks to itself), its sessions end, and the ABORTs are queued
+// for Drain; handles stay valid and are let go afterwards.
+TEST_F(SctpEndpointTest, AbortAllEndsEveryLiveAssociationWithAnAbort) {
+  Acceptor acceptor;
+  auto listener = g_ep->Listen(7104, &acceptor);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  Events c;
+  auto a = g_ep->Connect(kPeerA, 7104, &c);
+  ASSERT_TRUE(a.ok()) << a.status();
+  c.assoc = a->get();
+  Reflector r;
+  ASSERT_TRUE(RunUntil(r, [&] { return c.up && acceptor.accepted.size() == 1 &&
+                                       acceptor.events[0]->up; }));
+  ASSERT_EQ((*a)->ddp().Initiate(0, {}), SendResult::kOk);
+  ASSERT_TRUE(RunUntil(r, [&] { return c.accepted[0]; }));
+  const uint64_t ended = g_ep->ends_total(StreamEnd::kAssociationDown);
+  EXPECT_EQ(g_ep->AbortAll(), 2u);
+  EXPECT_TRUE(c.down);
+  EXPECT_TRUE(acceptor.events[0]->down);
+  EXPECT_EQ((*a)->ddp().state(), DdpAssociation::State::kDown);
+  EXPECT_GT(g_ep->outbound_pending(), 0u);  // the ABORTs
+  EXPECT_EQ(g_ep->AbortAll(), 0u);          // nothing left alive
+  a->reset();
+  acceptor.accepted.clear();
+  EXPECT_EQ(g_ep->ends_total(StreamEnd::kAssociationDown), ended + 2);
+  EXPECT_EQ(g_ep->associations(), 0u);
+}
+
 TEST_F(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
   struct Dropper : AcceptHandler {
     std::unique_ptr<SctpAssociation> kept;

@@ -12,7 +12,7 @@ here by the SHA-256 of the data that came back, and B's /iwarpd/sctp must
 show exactly one association for the run.
 
   sctp_dataplane.py CASE --iwarpd PATH --iwarpctl PATH
-  CASE: sizes | reject | impair
+  CASE: sizes | reject | impair | abort
 
   sizes:  write/read/send at 0 B, 4 KiB, 64 KiB and 1 MiB (three streams of
           one association at once per size) with 1 MiB socket buffers; each
@@ -31,6 +31,10 @@ show exactly one association for the run.
           session ended by the peer's Terminate.
   impair: loss, reordering and duplication of SCTP packets both ways on B's
           port (impairment counters checked): the same SHA-256 of every run.
+  abort:  B is stopped (SIGTERM) while two sessions move data; its iwarpd
+          sends SCTP ABORT, so A's association count is 0 within 2.5 s (not
+          after heartbeat failure detection) with both sessions ended as
+          association_down, and a new client then runs on the freed slots.
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no hugepages, no netns).
 """
@@ -288,7 +292,59 @@ def case_impair(args):
         pair.cleanup()
 
 
-CASES = {"sizes": case_sizes, "reject": case_reject, "impair": case_impair}
+def case_abort(args):
+    iwd.skip_unless_possible(2)
+    pair = SctpPair(args)
+    try:
+        pair.start()
+        # Long runs on two streams: B is stopped while they move data.
+        services = "".join(client(*c) for c in [("lw", "write", 65536, 1000000, 4),
+                                                ("ls", "send", 4096, 10000000, 4)])
+        pair.b = iwd.MemifDaemon(args, "sb", iwd.B_IP, "client", pair.sock, services,
+                                 tcp_extra=pair.sctp)
+        pair.b.start()
+        deadline = time.time() + 20
+        while True:
+            st = sctp_stats(pair.a)
+            r = pair.a.services_by_name()["r_sctp"]
+            if st["associations_up"] == 1 and r["established"] == 2:
+                break
+            if time.time() > deadline:
+                raise TestFailure("sessions did not come up: %s %s" % (st, r))
+            time.sleep(0.1)
+        time.sleep(0.5)  # data moving
+        check(pair.b.services_by_name()["lw"]["run"] not in ("ok", "failed"),
+              "abort: B's runs still going when it is stopped")
+        stopped = time.time()
+        pair.b.stop()
+        # Without an ABORT, A would hold the association (and its two QP
+        # slots) until heartbeat failure detection, tens of seconds.
+        while True:
+            st = sctp_stats(pair.a)
+            if st["associations"] == 0 or time.time() - stopped > 3.0:
+                break
+            time.sleep(0.05)
+        took = time.time() - stopped
+        log("abort: responder endpoint after B stopped (%.2f s): %s" % (took, {
+            k: v for k, v in st.items() if isinstance(v, int) and v and
+            ("assoc" in k or "end_" in k)}))
+        check(st["associations"] == 0 and took <= 2.5,
+              "abort: the responder's association ended %.2f s after B stopped (associations %d)"
+              % (took, st["associations"]))
+        check(st["sctp_stream_end_association_down"] == 2,
+              "abort: both sessions ended as association_down on the responder (%d)" %
+              st["sctp_stream_end_association_down"])
+        pair.b.cleanup()
+        pair.b = None
+        # The responder's QP slots are free again: a new client runs.
+        svcs, st, _ = pair.run_clients([("after", "write", 4096, 16, 4)])
+        iwd.check_run(svcs, "after", "write", 4096, 16, 4)
+        pair.a.stop()
+    finally:
+        pair.cleanup()
+
+
+CASES = {"sizes": case_sizes, "reject": case_reject, "impair": case_impair, "abort": case_abort}
 
 
 def main():
