@@ -40,6 +40,10 @@ constexpr size_t kMaxExtraArgLength = 256;
 constexpr size_t kMaxPorts = 32;  // RTE_MAX_ETHPORTS
 constexpr size_t kMaxPortName = 32;
 constexpr size_t kMaxVdev = 256;
+// sctp: RFC 5043 10 (at most 32767 DDP segments of a stream unacknowledged)
+// and the control packets the host queue must hold beside one send buffer.
+constexpr uint64_t kMaxSctpWindowChunks = 32767;
+constexpr uint64_t kSctpControlPackets = 64;
 constexpr uint64_t kMinMtu = 68;  // RFC 791: every host must take 68 octets
 constexpr uint64_t kMaxMtu = 9600;
 constexpr uint64_t kMaxQueues = 64;
@@ -1296,9 +1300,11 @@ bool Loader::ReadSctp(const YAML::Node& key, const YAML::Node& value, const std:
           {"enabled", marked("enabled", Bool(&c.enabled))},
           // RFC 5043 8: one DDP stream per SCTP stream pair.
           {"streams", Uint(&c.streams, {1, 1024})},
-          {"send_buffer_bytes", Uint(&c.send_buffer_bytes, {16384, 64u << 20})},
-          {"receive_buffer_bytes", Uint(&c.receive_buffer_bytes, {16384, 64u << 20})},
-          {"tx_queue_packets", Uint(&c.tx_queue_packets, {16, 65536})},
+          {"send_buffer_bytes",
+           marked("send_buffer_bytes", Uint(&c.send_buffer_bytes, {16384, 64u << 20}))},
+          {"receive_buffer_bytes",
+           marked("receive_buffer_bytes", Uint(&c.receive_buffer_bytes, {16384, 64u << 20}))},
+          {"tx_queue_packets", marked("tx_queue_packets", Uint(&c.tx_queue_packets, {16, 65536}))},
           // Kept within the DDP-SSN reorder window (1024, RFC 5043 10).
           {"max_chunks_on_queue", Uint(&c.max_chunks_on_queue, {1, 1024})},
           {"rto_initial_ms", marked("rto_initial_ms", Uint(&c.rto_initial_ms, {1, 600000}))},
@@ -1374,6 +1380,44 @@ bool Loader::CheckTcpAndServices() {
                 absl::StrCat(sc.rto_initial_ms, " is outside [", sc.rto_min_ms, ", ",
                              sc.rto_max_ms, "]"),
                 "allowed: rto_min_ms <= rto_initial_ms <= rto_max_ms");
+  }
+  if (sc.enabled && !config_.ports.empty()) {
+    // Buffers against the path MTU (the smallest port MTU): a full-size DATA
+    // chunk carries (MTU - IPv4 20 - SCTP common header 12 - DATA header 16)
+    // rounded down to 4 bytes (RFC 5043 9: DDP segments are never
+    // fragmented). The data plane sizes its DDP reorder store and window
+    // from the larger buffer in these chunks (sctp/ddp_session.h
+    // SizeReorderStore).
+    uint32_t mtu = UINT32_MAX;
+    for (const PortConfig& p : config_.ports) mtu = std::min(mtu, p.mtu);
+    const uint64_t chunk = mtu > 48 ? ((mtu - 48) & ~uint64_t{3}) : 4;
+    const bool send_larger = sc.send_buffer_bytes >= sc.receive_buffer_bytes;
+    const uint64_t window = std::max(sc.send_buffer_bytes, sc.receive_buffer_bytes);
+    const uint64_t window_chunks = (window + chunk - 1) / chunk;
+    if (window_chunks > kMaxSctpWindowChunks) {
+      const char* key = send_larger ? "send_buffer_bytes" : "receive_buffer_bytes";
+      return Fail(sctp_mark(key), absl::StrCat("sctp.", key),
+                  absl::StrCat(window, " bytes are ", window_chunks,
+                               " full-size DATA chunks at MTU ", mtu, "; more than ",
+                               kMaxSctpWindowChunks,
+                               " chunks in flight make DDP-SSNs ambiguous (RFC 5043 10)"),
+                  absl::StrCat("allowed: at most ", kMaxSctpWindowChunks * chunk,
+                               " bytes at this MTU (lower it or raise ports[].mtu)"));
+    }
+    // usrsctp may release a whole send buffer in one loop iteration; the
+    // host queue must hold it and the SACKs and control chunks around it,
+    // or the packets are lost before they reach the port (sctp_tx_queue_full).
+    const uint64_t send_packets =
+        (uint64_t{sc.send_buffer_bytes} + chunk - 1) / chunk + kSctpControlPackets;
+    if (sc.tx_queue_packets < send_packets) {
+      return Fail(sctp_mark("tx_queue_packets"), "sctp.tx_queue_packets",
+                  absl::StrCat(sc.tx_queue_packets, " cannot hold one send buffer (",
+                               sc.send_buffer_bytes, " bytes = ", send_packets - kSctpControlPackets,
+                               " full-size packets at MTU ", mtu, ") plus ", kSctpControlPackets,
+                               " control packets"),
+                  absl::StrCat("allowed: at least ", send_packets,
+                               ", or lower sctp.send_buffer_bytes"));
+    }
   }
   for (size_t i = 0; i < config_.services.size(); ++i) {
     const ServiceConfig& svc = config_.services[i];

@@ -109,7 +109,7 @@ TEST(ConfigLoad, SctpSectionAndTransport) {
       "interfaces: [{port: p, ipv4: 198.18.0.1/24}]\nworkers: {lcores: [1]}\n";
   absl::StatusOr<Config> c = LoadConfigString(
       kBase + "sctp: {enabled: true, streams: 16, send_buffer_bytes: 1048576,"
-              " receive_buffer_bytes: 65536, tx_queue_packets: 64, max_chunks_on_queue: 1024,"
+              " receive_buffer_bytes: 65536, tx_queue_packets: 800, max_chunks_on_queue: 1024,"
               " rto_initial_ms: 300, rto_min_ms: 100, rto_max_ms: 900, delayed_sack_ms: 1,"
               " sack_frequency: 1, max_peers: 3, max_associations: 5}\n"
               "services:\n  - {name: c, type: iwarp_client, transport: sctp, stream: 3,"
@@ -118,7 +118,7 @@ TEST(ConfigLoad, SctpSectionAndTransport) {
   EXPECT_EQ(c->sctp.streams, 16u);
   EXPECT_EQ(c->sctp.send_buffer_bytes, 1048576u);
   EXPECT_EQ(c->sctp.receive_buffer_bytes, 65536u);
-  EXPECT_EQ(c->sctp.tx_queue_packets, 64u);
+  EXPECT_EQ(c->sctp.tx_queue_packets, 800u);
   EXPECT_EQ(c->sctp.max_chunks_on_queue, 1024u);
   EXPECT_EQ(c->sctp.rto_initial_ms, 300u);
   EXPECT_EQ(c->sctp.rto_min_ms, 100u);
@@ -157,6 +157,18 @@ TEST(ConfigLoad, SctpSectionAndTransport) {
                 " remote: 198.18.0.2, remote_port: 1, stream: 2}\n")
                 .find("stream applies to transport: sctp only"),
             std::string::npos);
+  // Buffers against the path MTU (1500: 1452-byte chunks): one send buffer
+  // must fit the host queue, and no buffer may hold more than 32767 chunks.
+  EXPECT_EQ(err("sctp: {enabled: true, send_buffer_bytes: 1048576, tx_queue_packets: 512}\n"),
+            "<string>:5:69: sctp.tx_queue_packets: 512 cannot hold one send buffer (1048576 bytes "
+            "= 723 full-size packets at MTU 1500) plus 64 control packets; allowed: at least 787, "
+            "or lower sctp.send_buffer_bytes");
+  EXPECT_EQ(err("sctp: {enabled: true, send_buffer_bytes: 1048576}\n"), "ok");
+  EXPECT_EQ(err("sctp: {enabled: true, receive_buffer_bytes: 67108864}\n"),
+            "<string>:5:45: sctp.receive_buffer_bytes: 67108864 bytes are 46219 full-size DATA "
+            "chunks at MTU 1500; more than 32767 chunks in flight make DDP-SSNs ambiguous "
+            "(RFC 5043 10); allowed: at most 47577684 bytes at this MTU (lower it or raise "
+            "ports[].mtu)");
   EXPECT_NE(err("sctp: {enabled: true, rto_min_ms: 500, rto_initial_ms: 100}\n")
                 .find("sctp.rto_initial_ms: 100 is outside [500, 60000]"),
             std::string::npos);

@@ -135,9 +135,29 @@ absl::Status Serve(const config::Config& cfg) {
   // The control loop: watch for a stop request and report link changes.
   std::vector<std::string> links;
   for (const PortRuntime& p : rt.ports) links.push_back(LinkText(p.port_id));
+  uint64_t logged_end_timeouts = 0;
+  uint64_t logged_forced = 0;
   for (uint32_t tick = 1; !g_stop_requested.load(std::memory_order_relaxed); ++tick) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (tick % 25 != 0) continue;
+    // SCTP client teardown failures, counted on worker 0 (iwarp_services.h).
+    if (!rt.lcores.empty()) {
+      const uint64_t t = rt.stats[0].sctp_session_end_timeouts.Get();
+      const uint64_t f = rt.stats[0].sctp_shutdowns_forced.Get();
+      if (t != logged_end_timeouts) {
+        LogWarning("sctp: ", t - logged_end_timeouts,
+                   " iwarp_client session(s) not ended 2 s after the run (session Terminate "
+                   "unanswered; sctp_session_end_timeouts ", t,
+                   "); their association stays up until every stream is idle");
+        logged_end_timeouts = t;
+      }
+      if (f != logged_forced) {
+        LogWarning("sctp: ", f - logged_forced,
+                   " iwarp_client association(s) shut down with a session still not ended 10 s "
+                   "after the last run (sctp_shutdowns_forced ", f, ")");
+        logged_forced = f;
+      }
+    }
     for (size_t i = 0; i < rt.ports.size(); ++i) {
       std::string now = LinkText(rt.ports[i].port_id);
       if (now != links[i]) {

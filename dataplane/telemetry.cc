@@ -509,7 +509,12 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"wire_ring_corruptions", w.ring_corruptions},
       {"wire_engine_requests", w.requests},
       {"wire_requests_refused", w.requests_refused},
-      {"wire_engine_connections", w.connections}};
+      {"wire_engine_connections", w.connections},
+      // RDMA over SCTP application QPs (RFC 5043 associations).
+      {"wire_sctp_associations", w.sctp_associations},
+      {"wire_sctp_associations_active", w.sctp_associations_active},
+      {"wire_sctp_associations_refused", w.sctp_associations_refused},
+      {"wire_sctp_initiates_refused", w.sctp_initiates_refused}};
   for (const auto& [name, value] : wire_fields) rte_tel_data_add_dict_u64(d, name, value);
   return 0;
 }

@@ -220,6 +220,9 @@ absl::Status Worker::InitSctp() {
   ec.association.rto_max_ms = c.rto_max_ms;
   ec.association.delayed_sack_ms = c.delayed_sack_ms;
   ec.association.sack_frequency = c.sack_frequency;
+  // The DDP reorder store and window from the buffers (the config loader
+  // refused buffers beyond 32767 full-size chunks, RFC 5043 10).
+  sctp::SizeReorderStore(&ec.association);
   ec.max_peers = c.max_peers;
   ec.max_associations = c.max_associations;
   ec.max_listeners = static_cast<uint32_t>(cfg_.services.size()) + 8;
@@ -407,7 +410,14 @@ uint32_t Worker::DrainSctp() {
    private:
     Worker* w_;
   } sink(this);
-  return static_cast<uint32_t>(sctp_->Drain(sink));
+  // Paced by the room in the TX buffers: packets the device cannot take yet
+  // wait in the endpoint's queue (sctp_outbound_pending) rather than being
+  // dropped, so a window of ~700 packets released at once does not overrun
+  // the port's ring. Enqueue flushes every `burst_` frames, so the room
+  // comes back as fast as the device takes frames.
+  const size_t room = TxRoom();
+  if (room == 0) return 0;
+  return static_cast<uint32_t>(sctp_->Drain(sink, room));
 }
 
 uint32_t Worker::PollTcp(uint64_t now_ms) {
@@ -423,6 +433,7 @@ void Worker::FillTcpSnapshot() {
   if (sctp_ != nullptr) {
     TcpSnapshot::Sctp& o = snapshot_.sctp;
     o.enabled = true;
+    sctp_->host().SyncStackStats();
     for (size_t i = 0; i < o.host.size(); ++i) o.host[i] = sctp_->host_counter(static_cast<sctp::HostCounter>(i));
     for (size_t i = 0; i < o.endpoint.size(); ++i) {
       o.endpoint[i] = sctp_->counter(static_cast<sctp::EndpointCounter>(i));
@@ -561,6 +572,14 @@ void Worker::Enqueue(rte_mbuf* m) {
     return;
   }
   TxBuffer& tx = tx_[static_cast<size_t>(slot)];
+  // The buffer may still hold frames the device refused (Flush): try once
+  // more before giving up on this one.
+  if (tx.count == tx.pkts.size()) Flush(tx);
+  if (tx.count == tx.pkts.size()) {
+    rte_pktmbuf_free(m);
+    stats_->Drop(DropReason::kTxRingFull);
+    return;
+  }
   tx.pkts[tx.count++] = m;
   if (tx.count >= burst_) Flush(tx);
 }
@@ -575,14 +594,37 @@ void Worker::Flush(TxBuffer& tx) {
   stats_->tx_packets.Add(sent);
   stats_->tx_bytes.Add(bytes[sent]);
   if (sent < tx.count) {
-    stats_->Drop(DropReason::kTxRingFull, tx.count - sent);
-    rte_pktmbuf_free_bulk(tx.pkts.data() + sent, tx.count - sent);
+    // The device ring is full (a memif peer that has not caught up yet, a
+    // NIC behind on completions): keep the rest, in order, for the next
+    // burst instead of losing it. A burst of an SCTP or TCP window leaving
+    // at once must not turn into loss on an idle link; frames are dropped
+    // (tx_ring_full) only when this buffer is full as well (Enqueue).
+    const uint16_t left = static_cast<uint16_t>(tx.count - sent);
+    std::memmove(tx.pkts.data(), tx.pkts.data() + sent, left * sizeof(rte_mbuf*));
+    tx.count = left;
+    stats_->tx_held.Add(left);
+    return;
   }
   tx.count = 0;
 }
 
 void Worker::FlushAll() {
   for (TxBuffer& tx : tx_) Flush(tx);
+}
+
+size_t Worker::TxRoom() const {
+  size_t room = kMaxBurst;
+  for (const TxBuffer& tx : tx_) room = std::min<size_t>(room, tx.pkts.size() - tx.count);
+  return room;
+}
+
+void Worker::DropHeldTx() {
+  for (TxBuffer& tx : tx_) {
+    if (tx.count == 0) continue;
+    stats_->Drop(DropReason::kTxRingFull, tx.count);
+    rte_pktmbuf_free_bulk(tx.pkts.data(), tx.count);
+    tx.count = 0;
+  }
 }
 
 void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
@@ -743,6 +785,17 @@ uint32_t Worker::PollAt(uint64_t now_ms, uint64_t now_us) {
   // queued packet leaves.
   if (sctp_ != nullptr) sctp_->Poll(now_ms);
   work += PollTcp(now_ms);
+  if (sctp_services_ != nullptr) {
+    // Mirrored for the control thread, which logs every new one.
+    const uint64_t t = sctp_services_->session_end_timeouts();
+    const uint64_t f = sctp_services_->shutdowns_forced();
+    if (t != stats_->sctp_session_end_timeouts.Get()) {
+      stats_->sctp_session_end_timeouts.Add(t - stats_->sctp_session_end_timeouts.Get());
+    }
+    if (f != stats_->sctp_shutdowns_forced.Get()) {
+      stats_->sctp_shutdowns_forced.Add(f - stats_->sctp_shutdowns_forced.Get());
+    }
+  }
   if (sctp_ != nullptr) work += DrainSctp();
   // A telemetry request: answer from this lcore, which owns the stack.
   const uint64_t request = snapshot_request_.load(std::memory_order_acquire);
@@ -779,7 +832,22 @@ void Worker::Run() {
     }
   }
   for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();
-  FlushAll();
+  // A stopping daemon aborts its SCTP associations (RFC 9260 9.1), so the
+  // peers free their QP slots now rather than after heartbeat failure
+  // detection; the ABORTs leave like every other SCTP packet.
+  if (sctp_ != nullptr && sctp_->AbortAll() != 0) {
+    for (int i = 0; i < 100 && sctp_->outbound_pending() != 0; ++i) {
+      DrainSctp();
+      FlushAll();
+      if (sctp_->outbound_pending() != 0) rte_delay_us_sleep(100);
+    }
+  }
+  // Frames the device still refuses after a few tries are given up (counted).
+  for (int i = 0; i < 100 && TxRoom() < kMaxBurst; ++i) {
+    FlushAll();
+    if (TxRoom() < kMaxBurst) rte_delay_us_sleep(100);
+  }
+  DropHeldTx();
   DrainRings();
 }
 

@@ -209,8 +209,14 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   void Transmit(rte_mbuf* m);
   // Queues `m` on the TX buffer of m->port; sends a full buffer at once.
   void Enqueue(rte_mbuf* m);
+  // Hands the buffer to tx_burst; frames the device does not take stay in
+  // the buffer, in order, for the next flush (counted as tx_held).
   void Flush(TxBuffer& tx);
   void FlushAll();
+  // Frames every TX buffer can still take (the smallest over the ports).
+  size_t TxRoom() const;
+  // Stop path: frees what the buffers still hold (counted as tx_ring_full).
+  void DropHeldTx();
   void DrainRings();
   absl::Status InitTcp();
   absl::Status InitSctp();

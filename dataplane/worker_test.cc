@@ -83,10 +83,10 @@ class WorkerTest : public ::testing::Test {
     cfg_.tcp.receive_buffer_bytes = 16384;
     // Closing a vdev port releases it: each test gets a device of its own.
     static int instance = 0;
-    vdev_ = "net_null" + std::to_string(instance++);
+    vdev_ = vdev_driver_ + std::to_string(instance++);
     config::PortConfig pc;
     pc.name = "null0";
-    pc.vdev = vdev_ + ",no-rx=1";
+    pc.vdev = vdev_ + vdev_args_;
     ASSERT_EQ(rte_dev_probe(pc.vdev.c_str()), 0);
     pc.rx_queues = 1;  // two workers, one queue: software steering
     pc.impairment = impairment_;
@@ -126,6 +126,9 @@ class WorkerTest : public ::testing::Test {
   unsigned FreeMbufs() const { return rte_mempool_avail_count(ports_[0].pool); }
 
   std::string vdev_;
+  // Set by derived fixtures before SetUp.
+  std::string vdev_driver_ = "net_null";
+  std::string vdev_args_ = ",no-rx=1";
   config::ImpairmentConfig impairment_;  // set by derived fixtures before SetUp
   config::Config cfg_;
   std::vector<PortRuntime> ports_;
@@ -222,6 +225,42 @@ TEST_F(WorkerTest, ChainedMbufIsDroppedUnderItsName) {
   EXPECT_EQ(stats_[0].Dropped(DropReason::kRxMultiSegment), 1u);
   EXPECT_EQ(stats_[0].icmp_echo_requests_in.Get(), 0u);
   EXPECT_EQ(FreeMbufs(), free_before);
+}
+
+// net_ring without arguments: each queue is one rte_ring of 1024 slots
+// (1023 usable) that TX fills and RX of the same queue empties, so a worker
+// that sends more than 1023 frames before polling finds its device ring full.
+class WorkerFullTxRingTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    vdev_driver_ = "net_ring_txfull";
+    vdev_args_ = "";
+    WorkerTest::SetUp();
+  }
+};
+
+TEST_F(WorkerFullTxRingTest, FramesTheDeviceRefusesAreHeldAndSentLaterNotDropped) {
+  const unsigned free_before = FreeMbufs();
+  const auto request = testing::Ipv4Frame({}, testing::IcmpEcho(8, 1, 1, 10), ports_[0].mac);
+  constexpr uint32_t kFrames = 1100;  // 77 more than the ring holds, fewer than kMaxBurst more
+  const uint64_t now = workers_[0]->NowMs();
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    rte_mbuf* m = Mbuf(request);
+    workers_[0]->ReceiveBurst(&m, 1, now);
+  }
+  EXPECT_EQ(stats_[0].icmp_echo_replies_out.Get(), kFrames);
+  // The device took what its ring holds; the rest waits in the worker.
+  EXPECT_EQ(stats_[0].tx_packets.Get(), 1023u);
+  EXPECT_GT(stats_[0].tx_held.Get(), 0u);
+  EXPECT_EQ(stats_[0].Dropped(DropReason::kTxRingFull), 0u);
+  // Each poll empties part of the ring (RX of the same queue) and flushes
+  // what the worker held, in order, until every reply has left.
+  for (int i = 0; i < 200 && stats_[0].tx_packets.Get() < kFrames; ++i) workers_[0]->PollOnce(now);
+  EXPECT_EQ(stats_[0].tx_packets.Get(), kFrames);
+  EXPECT_EQ(stats_[0].Dropped(DropReason::kTxRingFull), 0u);
+  for (int i = 0; i < 200 && workers_[0]->PollOnce(now) != 0; ++i) {
+  }
+  EXPECT_EQ(FreeMbufs(), free_before);  // nothing leaked or stuck
 }
 
 // A SYN (RFC 9293 3.1, no options) from the peer to our `dport`, with its

@@ -1,5 +1,7 @@
 #include "sctp/ddp_session.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <usrsctp.h>
@@ -49,6 +51,17 @@ uint32_t AssociationMulpdu(const AssociationConfig& config) {
   const uint64_t chunk = room & ~uint64_t{3};
   if (chunk < kSsnSize + kMinMaxDdpSegmentSize) return kMinMaxDdpSegmentSize;
   return static_cast<uint32_t>(chunk - kSsnSize);
+}
+
+void SizeReorderStore(AssociationConfig* config) {
+  const uint64_t chunk = uint64_t{AssociationMulpdu(*config)} + kSsnSize;
+  const uint64_t window = std::max(config->send_buffer, config->receive_buffer);
+  const uint64_t chunks =
+      std::max<uint64_t>(512, (window + chunk - 1) / chunk + config->streams);
+  config->reorder_chunks = static_cast<uint32_t>(std::min<uint64_t>(chunks, 32768));
+  uint32_t w = 1024;
+  while (w < config->reorder_chunks && w < 32768) w <<= 1;
+  config->reorder_window = w;
 }
 
 namespace {
@@ -226,6 +239,12 @@ absl::StatusOr<DdpAssociation::SctpStatus> DdpAssociation::Status() const {
   out.srtt_ms = st.sstat_primary.spinfo_srtt;
   out.rto_ms = st.sstat_primary.spinfo_rto;
   return out;
+}
+
+void DdpAssociation::Abort() {
+  if (so_ == nullptr) return;
+  AbortSocket();
+  GoDown();
 }
 
 void DdpAssociation::Shutdown() {

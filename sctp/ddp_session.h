@@ -95,6 +95,19 @@ struct AssociationConfig {
 // path MTU (its fragmentation point is a multiple of 4 bytes), >= 516.
 uint32_t AssociationMulpdu(const AssociationConfig& config);
 
+// Sizes the DDP reorder store of `config` from its socket buffers (RFC 5043
+// 10: a DDP-SSN gap is explained by chunks not yet received). Chunks held out
+// of DDP-SSN order all lie beyond one chunk the peer has not had
+// acknowledged, and a sender keeps every unacknowledged chunk in its send
+// buffer; with the peer's buffers as large as ours (the larger of send_buffer
+// and receive_buffer), a peer sending full-size segments (AssociationMulpdu)
+// never has more than that buffer's worth of chunks beyond a gap. Sets
+// reorder_chunks to that many full-size chunks plus one per stream (at least
+// 512) and reorder_window to the next power of two (at least 1024, at most
+// 32768). A peer that fills a whole window with shorter segments can still
+// exceed it: that stream ends as kReorderFull (counted), never memory.
+void SizeReorderStore(AssociationConfig* config);
+
 class DdpListener;
 
 class DdpAssociation {
@@ -126,6 +139,10 @@ class DdpAssociation {
   // Graceful SCTP shutdown (open sessions see kAssociationDown when it ends).
   // Sends a chunk still waiting for Flush() first.
   void Shutdown();
+  // Ends the association at once with SCTP ABORT (RFC 9260 9.1), so the peer
+  // frees what it holds for it without waiting for failure detection; open
+  // sessions see kAssociationDown now. The handle stays valid.
+  void Abort();
 
   // bundle_sends: ends the current send batch. The chunk waiting in the
   // association goes to usrsctp with SCTP_NODELAY restored, so every chunk

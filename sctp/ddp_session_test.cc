@@ -202,6 +202,28 @@ TEST(AssociationConfigTest, BadConfigurationsAreRefusedByName) {
   EXPECT_NE(refused(c).find("path_mtu"), std::string::npos);
 }
 
+// RFC 5043 10: the reorder store holds every full-size chunk the larger
+// socket buffer can have beyond a gap, plus one per stream; never below the
+// 512 / 1024 defaults, never beyond 32768.
+TEST(AssociationConfigTest, ReorderStoreIsSizedFromTheBuffers) {
+  AssociationConfig c;  // MTU 1500: 1450-byte segments, 1452-byte chunks
+  SizeReorderStore(&c);  // 256 KiB
+  EXPECT_EQ(c.reorder_chunks, 512u);
+  EXPECT_EQ(c.reorder_window, 1024u);
+  c.receive_buffer = 1 << 20;
+  SizeReorderStore(&c);
+  EXPECT_EQ(c.reorder_chunks, 723u + 8u);  // ceil(1048576 / 1452) + 8 streams
+  EXPECT_EQ(c.reorder_window, 1024u);
+  c.send_buffer = 4 << 20;
+  SizeReorderStore(&c);
+  EXPECT_EQ(c.reorder_chunks, 2889u + 8u);
+  EXPECT_EQ(c.reorder_window, 4096u);
+  c.send_buffer = 64 << 20;
+  SizeReorderStore(&c);
+  EXPECT_EQ(c.reorder_chunks, 32768u);
+  EXPECT_EQ(c.reorder_window, 32768u);
+}
+
 TEST_F(SctpDdpTest, AssociationComesUpWithDdpAdaptationOnBothSides) {
   Open();
   ASSERT_NE(server_, nullptr);

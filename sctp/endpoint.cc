@@ -286,6 +286,21 @@ AssociationConfig SctpEndpoint::WithBundling(const AssociationConfig& c) const {
   return out;
 }
 
+size_t SctpEndpoint::AbortAll() {
+  size_t n = 0;
+  // By index: an event handler may let go of another association's handle
+  // (Untrack clears its slot), never of the one being aborted.
+  for (size_t i = 0; i < assocs_.size(); ++i) {
+    SctpAssociation* a = assocs_[i];
+    if (a == nullptr || a->ddp_ == nullptr) continue;
+    const DdpAssociation::State st = a->ddp_->state();
+    if (st == DdpAssociation::State::kDown || st == DdpAssociation::State::kRefused) continue;
+    a->ddp_->Abort();
+    ++n;
+  }
+  return n;
+}
+
 bool SctpEndpoint::Track(SctpAssociation* a) {
   if (live_associations_ >= config_.max_associations) return false;
   for (SctpAssociation*& slot : assocs_) {

@@ -222,6 +222,11 @@ class SctpEndpoint {
   // hands up to `max` queued packets to `sink`, oldest first; returns how
   // many. Never call from inside an event handler.
   size_t Drain(DatagramSink& sink, size_t max = SIZE_MAX);
+  // Stop path: aborts every tracked association (DdpAssociation::Abort,
+  // events raised now); their ABORT packets wait in the outbound queue for
+  // Drain(). Returns how many were aborted. Never call from inside an event
+  // handler.
+  size_t AbortAll();
   size_t outbound_pending() const { return host_->outbound_pending(); }
 
   // Active open to remote_ip:remote_port from an ephemeral local port, with

@@ -122,13 +122,30 @@ bool RunUntil(Reflector& r, F done, uint64_t timeout_ms = 10000) {
   return done();
 }
 
-TEST(SctpEndpointTest, SecondEndpointInOneProcessIsRefused) {
+// Every test starts from a quiet endpoint, whatever ran before it (tests
+// share the process's one endpoint; gtest_shuffle reorders them): no
+// tracked association, no packet waiting to go out and no peer holding a
+// link (idle links are given back after kPeerIdleMs).
+class SctpEndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(g_ep, nullptr);
+    Reflector r;
+    ASSERT_TRUE(RunUntil(r, [] {
+      return g_ep->associations() == 0 && g_ep->outbound_pending() == 0 && g_ep->peers() == 0;
+    }, 20 * kPeerIdleMs))
+        << "endpoint not quiet: " << g_ep->associations() << " associations, "
+        << g_ep->outbound_pending() << " packets queued, " << g_ep->peers() << " peers";
+  }
+};
+
+TEST_F(SctpEndpointTest, SecondEndpointInOneProcessIsRefused) {
   auto second = SctpEndpoint::Create(EndpointConfig{});
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(SctpEndpointTest, PacketFromUnknownAddressWithNoListenerIsDroppedAndCounted) {
+TEST_F(SctpEndpointTest, PacketFromUnknownAddressWithNoListenerIsDroppedAndCounted) {
   const uint64_t before = g_ep->counter(EndpointCounter::kRxNoPeer);
   std::vector<uint8_t> pkt(32, 0);
   SctpFillCrc(MutableByteSpan(pkt));
@@ -137,7 +154,7 @@ TEST(SctpEndpointTest, PacketFromUnknownAddressWithNoListenerIsDroppedAndCounted
   EXPECT_EQ(g_ep->CookieOf(0xC61200F0), nullptr);
 }
 
-TEST(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
+TEST_F(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
   Acceptor acceptor;
   auto listener = g_ep->Listen(7100, &acceptor);
   ASSERT_TRUE(listener.ok()) << listener.status();
@@ -207,7 +224,36 @@ TEST(SctpEndpointTest, AssociationsToTwoAddressesCarryDataOnTheirOwnLinks) {
   EXPECT_EQ(g_ep->associations(), 0u);
 }
 
-TEST(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
+// The stop path: every live association is aborted at once (both ends here,
+// the endpoint talks to itself), its sessions end, and the ABORTs are queued
+// for Drain; handles stay valid and are let go afterwards.
+TEST_F(SctpEndpointTest, AbortAllEndsEveryLiveAssociationWithAnAbort) {
+  Acceptor acceptor;
+  auto listener = g_ep->Listen(7104, &acceptor);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  Events c;
+  auto a = g_ep->Connect(kPeerA, 7104, &c);
+  ASSERT_TRUE(a.ok()) << a.status();
+  c.assoc = a->get();
+  Reflector r;
+  ASSERT_TRUE(RunUntil(r, [&] { return c.up && acceptor.accepted.size() == 1 &&
+                                       acceptor.events[0]->up; }));
+  ASSERT_EQ((*a)->ddp().Initiate(0, {}), SendResult::kOk);
+  ASSERT_TRUE(RunUntil(r, [&] { return c.accepted[0]; }));
+  const uint64_t ended = g_ep->ends_total(StreamEnd::kAssociationDown);
+  EXPECT_EQ(g_ep->AbortAll(), 2u);
+  EXPECT_TRUE(c.down);
+  EXPECT_TRUE(acceptor.events[0]->down);
+  EXPECT_EQ((*a)->ddp().state(), DdpAssociation::State::kDown);
+  EXPECT_GT(g_ep->outbound_pending(), 0u);  // the ABORTs
+  EXPECT_EQ(g_ep->AbortAll(), 0u);          // nothing left alive
+  a->reset();
+  acceptor.accepted.clear();
+  EXPECT_EQ(g_ep->ends_total(StreamEnd::kAssociationDown), ended + 2);
+  EXPECT_EQ(g_ep->associations(), 0u);
+}
+
+TEST_F(SctpEndpointTest, AcceptedAssociationWithoutEventsRejectsSessions) {
   struct Dropper : AcceptHandler {
     std::unique_ptr<SctpAssociation> kept;
     void OnAssociationAccepted(std::unique_ptr<SctpAssociation> a) override { kept = std::move(a); }
@@ -256,7 +302,7 @@ void OpenSession(Session& s, uint16_t port, uint16_t stream, Reflector& r) {
   RunUntil(r, [] { return false; }, 50);
 }
 
-TEST(SctpEndpointTest, SmallSegmentsOfOneBatchShareAPacket) {
+TEST_F(SctpEndpointTest, SmallSegmentsOfOneBatchShareAPacket) {
   ASSERT_TRUE(g_ep->config().bundle_sends);
   Reflector r;
   Session s;
@@ -287,7 +333,7 @@ TEST(SctpEndpointTest, SmallSegmentsOfOneBatchShareAPacket) {
   RunUntil(r, [&] { return s.server->down; });
 }
 
-TEST(SctpEndpointTest, BatchBeyondTheSendBufferLosesNothing) {
+TEST_F(SctpEndpointTest, BatchBeyondTheSendBufferLosesNothing) {
   Reflector r;
   Session s;
   OpenSession(s, 7105, 0, r);
@@ -321,7 +367,7 @@ TEST(SctpEndpointTest, BatchBeyondTheSendBufferLosesNothing) {
 // A full send buffer answers kWouldBlock without calling into usrsctp
 // until Service() has run after the input that may hold a SACK; then the
 // sends go through again.
-TEST(SctpEndpointTest, FullSendBufferStaysRefusedUntilTheNextService) {
+TEST_F(SctpEndpointTest, FullSendBufferStaysRefusedUntilTheNextService) {
   Reflector r;
   Session s;
   OpenSession(s, 7107, 2, r);
@@ -346,7 +392,7 @@ TEST(SctpEndpointTest, FullSendBufferStaysRefusedUntilTheNextService) {
   RunUntil(r, [&] { return s.server->down; });
 }
 
-TEST(SctpEndpointTest, ShutdownRightAfterASendDeliversItFirst) {
+TEST_F(SctpEndpointTest, ShutdownRightAfterASendDeliversItFirst) {
   Reflector r;
   Session s;
   OpenSession(s, 7106, 1, r);
@@ -359,9 +405,9 @@ TEST(SctpEndpointTest, ShutdownRightAfterASendDeliversItFirst) {
   EXPECT_EQ(s.server->received[1], seg);
 }
 
-TEST(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
-  // An address with a link already (kPeerA from the tests above, or made
-  // here by a connect whose INIT is never answered).
+TEST_F(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
+  // An address with a link (made here by a connect whose INIT is never
+  // answered).
   Events c;
   auto a = g_ep->Connect(kPeerA, 7199, &c);
   ASSERT_TRUE(a.ok()) << a.status();
@@ -373,7 +419,7 @@ TEST(SctpEndpointTest, BadChecksumIsCountedByTheHost) {
   EXPECT_EQ(g_ep->host_counter(HostCounter::kRxBadCrc), before + 1);
 }
 
-TEST(SctpEndpointTest, PeerTableBoundsNewAddresses) {
+TEST_F(SctpEndpointTest, PeerTableBoundsNewAddresses) {
   Acceptor acceptor;
   auto listener = g_ep->Listen(7102, &acceptor);
   ASSERT_TRUE(listener.ok()) << listener.status();
@@ -399,7 +445,7 @@ TEST(SctpEndpointTest, PeerTableBoundsNewAddresses) {
 // A full peer table empties once its peers are idle without associations,
 // a peer with a live association keeps its link however long it is quiet,
 // and a reclaimed address can connect again.
-TEST(SctpEndpointTest, IdlePeersGiveTheirLinksBackAndBusyOnesKeepThem) {
+TEST_F(SctpEndpointTest, IdlePeersGiveTheirLinksBackAndBusyOnesKeepThem) {
   Reflector r;
   constexpr uint32_t kPeerC = 0xC6120004;  // 198.18.0.4
   Acceptor acceptor;

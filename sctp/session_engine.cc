@@ -466,16 +466,19 @@ SendResult SessionEngine::Terminate(uint16_t stream) {
       st.state != StreamState::kInitiateReceived) {
     return SendResult::kWrongState;
   }
-  const SendResult r = SendControl(stream, FunctionCode::kTerminate, {});
-  if (r != SendResult::kOk) return r;
+  // A full send buffer does not refuse the Terminate: it is owed and goes
+  // out from FlushDeferred() with the DDP-SSN it has now. Refusing it would
+  // leave the session open on our side with a caller that believes it ended
+  // (RFC 5043 6.2: the session ends with the Terminate exchange).
+  SendTerminateOrOwe(stream);
   if (st.state == StreamState::kInitiateReceived) {
     // 6.4 shape: the passive side's only answer; nothing follows it.
     --pending_initiates_;
     ResetStream(stream);
-    return r;
+    return SendResult::kOk;
   }
   st.state = StreamState::kTerminateSent;
-  return r;
+  return SendResult::kOk;
 }
 
 SendResult SessionEngine::SendSegment(uint16_t stream, ByteSpan ddp_segment) {

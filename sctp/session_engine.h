@@ -160,6 +160,9 @@ class SessionEngine {
   SendResult Initiate(uint16_t stream, ByteSpan private_data);
   SendResult Accept(uint16_t stream, ByteSpan private_data);
   SendResult Reject(uint16_t stream, ByteSpan private_data);
+  // Ends the session on `stream` (6.2, or 6.4 answering an Initiate). Never
+  // kWouldBlock: with the send buffer full the Terminate is owed and sent
+  // by FlushDeferred() (sctp_ddp_terminate_deferred).
   SendResult Terminate(uint16_t stream);
   SendResult SendSegment(uint16_t stream, ByteSpan ddp_segment);
 

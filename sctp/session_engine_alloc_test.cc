@@ -114,6 +114,41 @@ TEST(SessionEngineAlloc, SteadyStateAllocatesNothing) {
   }
 }
 
+// A Terminate that meets a full send buffer is owed, not refused: the
+// caller's session is over, and the Terminate goes out with its DDP-SSN once
+// FlushDeferred finds room, so the peer answers and both streams go idle.
+TEST(SessionEngineTerminate, FullSendBufferOwesTheTerminate) {
+  SessionEngineConfig cfg;
+  cfg.streams = 2;
+  LoopbackOutput a_out(4), b_out(4);
+  Counting a_ev, b_ev;
+  SessionEngine a(cfg, &a_out, &a_ev), b(cfg, &b_out, &b_ev);
+  a_ev.engine = &a;
+  b_ev.engine = &b;
+  a_out.set_peer(&b);
+  b_out.set_peer(&a);
+  ASSERT_EQ(a.Initiate(0, {}), SendResult::kOk);
+  a_out.Flush();
+  b_out.Flush();
+  ASSERT_EQ(a_ev.accepted, 1u);
+  std::vector<uint8_t> seg(100, 0x11);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(a.SendSegment(0, ByteSpan(seg)), SendResult::kOk);
+  ASSERT_EQ(a.SendSegment(0, ByteSpan(seg)), SendResult::kWouldBlock);  // buffer full
+  EXPECT_EQ(a.Terminate(0), SendResult::kOk);
+  EXPECT_EQ(a.counter(DdpCounter::kTerminateDeferred), 1u);
+  EXPECT_FALSE(a.StreamIdle(0));
+  EXPECT_EQ(a.SendSegment(0, ByteSpan(seg)), SendResult::kWrongState);  // the session is over
+  a_out.Flush();  // the four segments reach b (in reverse order: reordered)
+  a.FlushDeferred();
+  a_out.Flush();  // the Terminate
+  b_out.Flush();  // b's answering Terminate
+  EXPECT_EQ(b_ev.segments, 4u);
+  EXPECT_EQ(b.ends(StreamEnd::kPeerTerminate), 1u);
+  EXPECT_EQ(a.ends(StreamEnd::kClosed), 1u);
+  EXPECT_TRUE(a.StreamIdle(0));
+  EXPECT_TRUE(b.StreamIdle(0));
+}
+
 TEST(SessionEngineAlloc, CounterSeesAllocations) {
   const uint64_t before = testutil::AllocationCount();
   auto* p = new std::vector<int>(100);

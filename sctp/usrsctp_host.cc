@@ -159,6 +159,16 @@ void UsrsctpHost::Input(void* conn, ByteSpan packet) {
   usrsctp_conninput(conn, packet.data(), packet.size(), 0);
 }
 
+void UsrsctpHost::SyncStackStats() {
+  struct sctpstat st;
+  std::memset(&st, 0, sizeof(st));
+  usrsctp_get_stat(&st);
+  counters_[static_cast<size_t>(HostCounter::kStackRetransData)] = st.sctps_sendretransdata;
+  counters_[static_cast<size_t>(HostCounter::kStackT3Timeouts)] = st.sctps_timodata;
+  counters_[static_cast<size_t>(HostCounter::kStackDupData)] = st.sctps_recvdupdata;
+  counters_[static_cast<size_t>(HostCounter::kStackSendErrors)] = st.sctps_senderrors;
+}
+
 void UsrsctpHost::Poll(uint64_t now_ms) {
   if (!have_last_poll_) {
     have_last_poll_ = true;

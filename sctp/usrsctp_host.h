@@ -46,7 +46,12 @@ namespace iwarp::sctp {
   X(kTxPackets, "sctp_tx_packets", "SCTP packets queued for the owner to send")             \
   X(kTxQueueFull, "sctp_tx_queue_full", "drop: outbound queue full when usrsctp sent")      \
   X(kTxOversize, "sctp_tx_oversize", "drop: usrsctp produced a packet above the slot size") \
-  X(kTimerTicks, "sctp_timer_polls", "usrsctp_handle_timers calls")
+  X(kTimerTicks, "sctp_timer_polls", "usrsctp_handle_timers calls")                         \
+  /* usrsctp's own statistics (usrsctp_get_stat), refreshed by SyncStackStats */            \
+  X(kStackRetransData, "sctp_stack_retransmitted_chunks", "DATA chunks usrsctp retransmitted") \
+  X(kStackT3Timeouts, "sctp_stack_t3_timeouts", "usrsctp T3-rtx (data) timer expiries")     \
+  X(kStackDupData, "sctp_stack_dup_data_in", "duplicate DATA chunks usrsctp received")       \
+  X(kStackSendErrors, "sctp_stack_send_errors", "usrsctp output errors (conn_output failed)")
 
 enum class HostCounter : uint8_t {
 #define IWARP_SCTP_X(e, n, d) e,
@@ -110,6 +115,9 @@ class UsrsctpHost {
   size_t outbound_pending() const { return tx_count_; }
 
   uint64_t counter(HostCounter c) const { return counters_[static_cast<size_t>(c)]; }
+  // Copies usrsctp's stack-wide statistics into the kStack* counters (a
+  // struct copy; call from the owning thread when counters are read).
+  void SyncStackStats();
   const HostConfig& config() const { return config_; }
 
  private:

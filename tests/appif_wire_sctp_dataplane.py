@@ -191,6 +191,12 @@ def main():
             check(app["wire_connections"] >= n,
                   "%s: %d wire connections counted (%s)" % (role, n, app))
             check(app["wire_qps_active"] == 0, "%s: no wire QP left after the runs" % role)
+            # Every SCTP connect opened (client) or was accepted on (server) an
+            # association of its own; none is held after the runs.
+            check(app["wire_sctp_associations"] >= 1 and
+                  app["wire_sctp_associations_refused"] == 0,
+                  "%s: %d SCTP associations for application QPs, none refused (%s)" %
+                  (role, app["wire_sctp_associations"], app))
             check(app["wire_ack_timeouts"] == 0 and app["wire_events_dropped"] == 0 and
                   app["wire_bad_sqes"] == 0 and app["wire_bad_rqes"] == 0 and
                   app["wire_ring_corruptions"] == 0,

@@ -12,12 +12,15 @@ here by the SHA-256 of the data that came back, and B's /iwarpd/sctp must
 show exactly one association for the run.
 
   sctp_dataplane.py CASE --iwarpd PATH --iwarpctl PATH
-  CASE: sizes | reject | impair
+  CASE: sizes | reject | impair | abort
 
   sizes:  write/read/send at 0 B, 4 KiB, 64 KiB and 1 MiB (three streams of
-          one association at once per size); each run ends with the RFC 5043
-          session Terminate on every stream and a graceful SCTP shutdown, which
-          gives the responder's QP slots back (checked by the next run).
+          one association at once per size) with 1 MiB socket buffers; each
+          run ends with the RFC 5043 session Terminate on every stream and a
+          graceful SCTP shutdown, which gives the responder's QP slots back
+          (checked by the next run). The link is clean: no packet may be
+          dropped on either daemon and no chunk may arrive out of DDP-SSN
+          order (a loss would show as both).
   reject: a client on DDP stream 6, where the responder has no QP: the
           session Initiate is Rejected (RFC 5043 6.3); the run fails with
           connect error "rejected", the responder counts initiates_refused,
@@ -28,6 +31,10 @@ show exactly one association for the run.
           session ended by the peer's Terminate.
   impair: loss, reordering and duplication of SCTP packets both ways on B's
           port (impairment counters checked): the same SHA-256 of every run.
+  abort:  B is stopped (SIGTERM) while two sessions move data; its iwarpd
+          sends SCTP ABORT, so A's association count is 0 within 2.5 s (not
+          after heartbeat failure detection) with both sessions ended as
+          association_down, and a new client then runs on the freed slots.
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no hugepages, no netns).
 """
@@ -47,13 +54,15 @@ SCTP_PORT = 5043
 MIB = 1 << 20
 
 # Short RTOs: the link is a shared-memory wire, losses come only from the
-# impairment stage. Socket buffers at the daemon's default (256 KiB): with
-# 1 MiB buffers three 1 MiB streams lose packets on this memif link (chunks
-# arrive reordered without any impairment) and sessions end by timeout;
-# that is an open defect of the data plane, not what this test checks.
-SCTP_SECTION = ("sctp:\n  enabled: true\n  streams: 8\n  send_buffer_bytes: 262144\n"
-                "  receive_buffer_bytes: 262144\n  rto_initial_ms: 200\n  rto_min_ms: 50\n"
-                "  rto_max_ms: 1000\n")
+# impairment stage. The sizes case runs with 1 MiB socket buffers (a window
+# of ~720 packets released at once must reach the peer without loss), the
+# other cases at the daemon's default 256 KiB.
+def sctp_section(buffer_bytes=256 * 1024):
+    return ("sctp:\n  enabled: true\n  streams: 8\n  send_buffer_bytes: %d\n"
+            "  receive_buffer_bytes: %d\n  rto_initial_ms: 200\n  rto_min_ms: 50\n"
+            "  rto_max_ms: 1000\n" % (buffer_bytes, buffer_bytes))
+
+
 RESPONDER = ("  - {name: r_sctp, type: iwarp_responder, transport: sctp, port: %d}\n"
              % SCTP_PORT)
 RESPONDER_IWARP = ("  qps_per_service: 4\n  scratch_bytes: %d\n  recv_buffers: 4\n"
@@ -74,12 +83,13 @@ def sctp_stats(daemon):
 class SctpPair:
     """Responder daemon A (kept) and a client daemon B per run."""
 
-    def __init__(self, args):
+    def __init__(self, args, buffer_bytes=256 * 1024):
         self.args = args
+        self.sctp = sctp_section(buffer_bytes)
         self.dir = iwd.tempfile.mkdtemp(prefix="iwarpd_sctp_")
         self.sock = os.path.join(self.dir, "memif.sock")
         self.a = iwd.MemifDaemon(args, "sa", iwd.A_IP, "server", self.sock, RESPONDER,
-                                 RESPONDER_IWARP, tcp_extra=SCTP_SECTION)
+                                 RESPONDER_IWARP, tcp_extra=self.sctp)
         self.b = None
 
     def start(self):
@@ -90,7 +100,7 @@ class SctpPair:
         returns (services, sctp stats, totals) of B."""
         services = "".join(client(*c) for c in clients)
         self.b = iwd.MemifDaemon(self.args, "sb", iwd.B_IP, "client", self.sock, services,
-                                 impairment=impairment, tcp_extra=SCTP_SECTION)
+                                 impairment=impairment, tcp_extra=self.sctp)
         try:
             self.b.start()
             deadline = time.time() + timeout
@@ -109,6 +119,7 @@ class SctpPair:
                 if st["associations_up"] == 0 or time.time() > deadline:
                     break
                 time.sleep(0.1)
+            svcs = self.b.services_by_name()
             totals = self.b.totals()
             self.b.stop()
             return svcs, st, totals
@@ -134,6 +145,10 @@ class SctpPair:
         iwd.shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def svcs_sum(svcs, clients, key):
+    return sum(svcs[c[0]][key] for c in clients)
+
+
 def check_one_association(st, what):
     check(st["sctp_connects"] == 1 and st["sctp_peers_added"] == 1,
           "%s: the clients shared one association (connects %d, peers %d)" %
@@ -142,7 +157,7 @@ def check_one_association(st, what):
 
 def case_sizes(args):
     iwd.skip_unless_possible(2)
-    pair = SctpPair(args)
+    pair = SctpPair(args, buffer_bytes=MIB)
     try:
         pair.start()
         plan = [(0, 64, 4), (4096, 64, 8), (65536, 32, 8), (MIB, 8, 2)]
@@ -152,15 +167,18 @@ def case_sizes(args):
             clients = [("w%d" % msg, "write", msg, count, qd),
                        ("r%d" % msg, "read", msg, count, qd),
                        ("s%d" % msg, "send", msg, count, qd)]
-            svcs, st, _ = pair.run_clients(clients)
-            ends = {k: v for k, v in st.items()
-                    if isinstance(v, int) and v and ("end_" in k or "tx_queue" in k or
-                                                     "reorder" in k or "retrans" in k)}
-            log("%d B: client-side SCTP stream ends and queue counters: %s" % (msg, ends))
-            log("%d B: responder-side: %s" % (msg, {
-                k: v for k, v in sctp_stats(pair.a).items()
-                if isinstance(v, int) and v and ("end_" in k or "tx_queue" in k or
-                                                 "reorder" in k or "full" in k)}))
+            svcs, st, bt = pair.run_clients(clients)
+            sa = sctp_stats(pair.a)
+            at = pair.a.totals()
+
+            def interesting(d):
+                return {k: v for k, v in d.items()
+                        if isinstance(v, int) and v and
+                        ("end_" in k or "tx_queue" in k or "reorder" in k or "full" in k or
+                         "retrans" in k or "timeout" in k or "t3" in k or "dup" in k or
+                         "tx_held" in k or "deferred" in k or "drop" in k)}
+            log("%d B: client side: %s %s" % (msg, interesting(st), interesting(bt)))
+            log("%d B: responder side: %s %s" % (msg, interesting(sa), interesting(at)))
             for c in clients:
                 iwd.check_run(svcs, *c)
             check_one_association(st, "%d B" % msg)
@@ -168,9 +186,24 @@ def case_sizes(args):
                   "%d B: %d DDP segments sent over SCTP, no CRC32c drops" %
                   (msg, st["sctp_ddp_tx_segments"]))
             # Initiate + Terminate per stream (RFC 5043 6.2), each answered.
+            # A clean link: nothing is dropped on the way (the worker holds what
+            # the memif ring cannot take yet), so no chunk waits for a
+            # retransmission and none arrives out of DDP-SSN order.
+            for side, s_, t_ in (("client", st, bt), ("responder", sa, at)):
+                check(t_["drop_tx_ring_full"] == 0 and t_["drop_no_mbuf"] == 0 and
+                      t_["drop_arp_pending_overflow"] == 0 and s_["sctp_tx_queue_full"] == 0,
+                      "%d B, %s: no packet dropped on the way out (tx_ring_full %d, no_mbuf %d, "
+                      "sctp_tx_queue_full %d)" % (msg, side, t_["drop_tx_ring_full"],
+                                                  t_["drop_no_mbuf"], s_["sctp_tx_queue_full"]))
+                check(s_["sctp_ddp_rx_reordered"] == 0 and s_["sctp_ddp_end_reorder_full"] == 0,
+                      "%d B, %s: no chunk out of DDP-SSN order (reordered %d, reorder_full %d)" %
+                      (msg, side, s_["sctp_ddp_rx_reordered"], s_["sctp_ddp_end_reorder_full"]))
             check(st["sctp_stream_end_closed"] == 3,
                   "%d B: the three sessions ended with the session Terminate exchange "
                   "(closed %d)" % (msg, st["sctp_stream_end_closed"]))
+            check(svcs_sum(svcs, clients, "session_end_timeouts") == 0 and
+                  svcs_sum(svcs, clients, "shutdowns_forced") == 0,
+                  "%d B: every session ended before its client released the association" % msg)
             a = pair.wait_responder_idle()
             established += 3
             echoed += count
@@ -259,7 +292,59 @@ def case_impair(args):
         pair.cleanup()
 
 
-CASES = {"sizes": case_sizes, "reject": case_reject, "impair": case_impair}
+def case_abort(args):
+    iwd.skip_unless_possible(2)
+    pair = SctpPair(args)
+    try:
+        pair.start()
+        # Long runs on two streams: B is stopped while they move data.
+        services = "".join(client(*c) for c in [("lw", "write", 65536, 1000000, 4),
+                                                ("ls", "send", 4096, 10000000, 4)])
+        pair.b = iwd.MemifDaemon(args, "sb", iwd.B_IP, "client", pair.sock, services,
+                                 tcp_extra=pair.sctp)
+        pair.b.start()
+        deadline = time.time() + 20
+        while True:
+            st = sctp_stats(pair.a)
+            r = pair.a.services_by_name()["r_sctp"]
+            if st["associations_up"] == 1 and r["established"] == 2:
+                break
+            if time.time() > deadline:
+                raise TestFailure("sessions did not come up: %s %s" % (st, r))
+            time.sleep(0.1)
+        time.sleep(0.5)  # data moving
+        check(pair.b.services_by_name()["lw"]["run"] not in ("ok", "failed"),
+              "abort: B's runs still going when it is stopped")
+        stopped = time.time()
+        pair.b.stop()
+        # Without an ABORT, A would hold the association (and its two QP
+        # slots) until heartbeat failure detection, tens of seconds.
+        while True:
+            st = sctp_stats(pair.a)
+            if st["associations"] == 0 or time.time() - stopped > 3.0:
+                break
+            time.sleep(0.05)
+        took = time.time() - stopped
+        log("abort: responder endpoint after B stopped (%.2f s): %s" % (took, {
+            k: v for k, v in st.items() if isinstance(v, int) and v and
+            ("assoc" in k or "end_" in k)}))
+        check(st["associations"] == 0 and took <= 2.5,
+              "abort: the responder's association ended %.2f s after B stopped (associations %d)"
+              % (took, st["associations"]))
+        check(st["sctp_stream_end_association_down"] == 2,
+              "abort: both sessions ended as association_down on the responder (%d)" %
+              st["sctp_stream_end_association_down"])
+        pair.b.cleanup()
+        pair.b = None
+        # The responder's QP slots are free again: a new client runs.
+        svcs, st, _ = pair.run_clients([("after", "write", 4096, 16, 4)])
+        iwd.check_run(svcs, "after", "write", 4096, 16, 4)
+        pair.a.stop()
+    finally:
+        pair.cleanup()
+
+
+CASES = {"sizes": case_sizes, "reject": case_reject, "impair": case_impair, "abort": case_abort}
 
 
 def main():

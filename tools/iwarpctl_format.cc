@@ -111,6 +111,12 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
                     app.Text("wire_bad_rqes"), "  ring corruptions ", app.Text("wire_ring_corruptions"), "  requests ",
                     app.Text("wire_engine_requests"), " (refused ", app.Text("wire_requests_refused"),
                     ")\n");
+    if (app.Find("wire_sctp_associations") != nullptr) {
+      absl::StrAppend(&out, "  wire SCTP      associations ", app.Text("wire_sctp_associations"),
+                      "  active ", app.Text("wire_sctp_associations_active"), "  refused ",
+                      app.Text("wire_sctp_associations_refused"), "  Initiates refused ",
+                      app.Text("wire_sctp_initiates_refused"), "\n");
+    }
   }
   return out;
 }

@@ -175,14 +175,17 @@ TEST(IwarpctlFormat, App) {
       R"( "wire_events_dropped": 0, "wire_wrs_posted": 40, "wire_recvs_posted": 41,)"
       R"( "wire_completions": 81, "wire_wrs_flushed": 2, "wire_bad_sqes": 1, "wire_bad_rqes": 2,)"
       R"( "wire_ring_corruptions": 0, "wire_engine_requests": 1, "wire_requests_refused": 0,)"
-      R"( "wire_engine_connections": 1})");
+      R"( "wire_engine_connections": 1, "wire_sctp_associations": 3,)"
+      R"( "wire_sctp_associations_active": 1, "wire_sctp_associations_refused": 0,)"
+      R"( "wire_sctp_initiates_refused": 2})");
   ASSERT_TRUE(wire.ok()) << wire.status();
   auto wire_text = FormatApp(*wire);
   ASSERT_TRUE(wire_text.ok()) << wire_text.status();
   EXPECT_NE(wire_text->find("  wire QPs       active 1  connected 1  MPA requests 1  ack timeouts 0\n"
                                  "  wire engine    commands 5  events 6 (dropped 0)  connections 1\n"
                                  "  wire WRs       posted 40  recvs 41  completions 81  flushed 2\n"
-                                 "  wire errors    bad SQEs 1  bad RQEs 2  ring corruptions 0  requests 1 (refused 0)\n"),
+                                 "  wire errors    bad SQEs 1  bad RQEs 2  ring corruptions 0  requests 1 (refused 0)\n"
+                                 "  wire SCTP      associations 3  active 1  refused 0  Initiates refused 2\n"),
             std::string::npos)
       << *wire_text;
   auto no_engine = ParseJson(R"({"state": "running", "wire_qps_active": 0, "wire_connections": 0,)"

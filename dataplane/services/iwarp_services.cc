@@ -130,11 +130,31 @@ class SharedSctpAssociation final : public StreamsOnAssociation {
     streams_.set_association(&assoc_->ddp());
     return absl::OkStatus();
   }
-  // A client is done with its stream: the last one shuts the association
-  // down gracefully (SCTP SHUTDOWN, RFC 9260 9.2).
-  void Release() {
-    if (users_ > 0 && --users_ == 0 && assoc_ != nullptr && !down_) assoc_->ddp().Shutdown();
+  // A client is done with its stream. Once the last one is, PollClose()
+  // shuts the association down gracefully (SCTP SHUTDOWN, RFC 9260 9.2).
+  void Release(uint64_t now_ms) {
+    if (users_ > 0 && --users_ == 0) closing_since_ms_ = std::max<uint64_t>(1, now_ms);
   }
+  // Called by the clients every poll. With every client released, the
+  // SHUTDOWN goes out once every stream a client took is idle (its session
+  // Terminate exchange over both ways, RFC 5043 6.2), so no session still
+  // ending is cut off as association_down. A stream that stays busy for
+  // kCloseWaitMs is not waited for any longer: the association is shut
+  // down anyway and true is returned (once) so the caller counts it.
+  bool PollClose(uint64_t now_ms) {
+    if (users_ != 0 || closing_since_ms_ == 0 || shut_ || assoc_ == nullptr || down_) return false;
+    bool idle = true;
+    for (int32_t s : taken_) {
+      if (s >= 0 && !assoc_->ddp().StreamIdle(static_cast<uint16_t>(s))) idle = false;
+    }
+    const bool forced = !idle && now_ms - closing_since_ms_ >= kCloseWaitMs;
+    if (idle || forced) {
+      shut_ = true;
+      assoc_->ddp().Shutdown();
+    }
+    return forced;
+  }
+  static constexpr uint64_t kCloseWaitMs = 10'000;
   bool up() const { return up_ && !down_; }
   const sctp::SctpAssociation* assoc() const { return assoc_.get(); }
 
@@ -147,6 +167,8 @@ class SharedSctpAssociation final : public StreamsOnAssociation {
   std::unique_ptr<sctp::SctpAssociation> assoc_;
   std::vector<int32_t> taken_;  // streams given to clients (control path)
   uint32_t users_ = 0;
+  uint64_t closing_since_ms_ = 0;  // when the last client released (0: not yet)
+  bool shut_ = false;              // SHUTDOWN requested
 };
 
 SctpServiceHost::SctpServiceHost(sctp::SctpEndpoint* endpoint, uint16_t streams)
@@ -596,7 +618,7 @@ class Client final : public IwarpService, private engine::QpObserver {
         if (!shared_->Start().ok()) {
           ++counters_.connect_failed;
           End(false);
-          Release();
+          Release(now_ms);
           return;
         }
         if (first) ++finished_.associations;
@@ -677,7 +699,10 @@ class Client final : public IwarpService, private engine::QpObserver {
       if ((disconnected_ || qp_->state() == QpState::kError) && !result_.finished) End(false);
     }
     // Done with the stream once its session is over both ways (our
-    // Terminate answered: RFC 5043 6.2), or 2 s after the run ended.
+    // Terminate answered: RFC 5043 6.2). A session still not over
+    // kSessionEndWaitMs after the run ended is a failure of its own
+    // (session_end_timeouts, logged by the daemon); the client stops waiting
+    // but the association stays up for it until PollClose gives up.
     if (result_.finished && !released_) {
       if (finished_ms_ == 0) finished_ms_ = std::max<uint64_t>(1, now_ms);
       const sctp::SctpAssociation* a = shared_->assoc();
@@ -685,15 +710,26 @@ class Client final : public IwarpService, private engine::QpObserver {
                            qp_->state() == QpState::kIdle;
       const bool stream_idle = a == nullptr || shared_->down() ||
                                a->ddp().StreamIdle(static_cast<uint16_t>(stream_));
-      if ((qp_done && stream_idle) || now_ms - finished_ms_ >= 2000) Release();
+      if (qp_done && stream_idle) {
+        Release(now_ms);
+      } else if (now_ms - finished_ms_ >= kSessionEndWaitMs) {
+        ++finished_.session_end_timeouts;
+        sctp_->CountSessionEndTimeout();
+        Release(now_ms);
+      }
+    }
+    if (released_ && shared_->PollClose(now_ms)) {
+      ++finished_.shutdowns_forced;
+      sctp_->CountForcedShutdown();
     }
   }
 
-  void Release() {
+  void Release(uint64_t now_ms) {
     if (released_ || shared_ == nullptr) return;
     released_ = true;
-    shared_->Release();
+    shared_->Release(now_ms);
   }
+  static constexpr uint64_t kSessionEndWaitMs = 2000;
 
   IwarpRunResult run_result() const override { return result_; }
 

@@ -71,7 +71,10 @@
 //     its own DDP stream (`stream`, or the next one no earlier client took).
 //     The session Initiate / Accept replace MPA; the run ends with the
 //     session Terminate (RFC 5043 6.2); when every client of an association
-//     finished, the association is shut down gracefully.
+//     finished and every stream of it is idle, the association is shut down
+//     gracefully. A session whose Terminate exchange is not over 2 s after
+//     its run is counted (session_end_timeouts) but not cut off: the
+//     SHUTDOWN waits up to 10 s more for it (then shutdowns_forced).
 //
 // Threading and allocation: everything belongs to the worker lcore that owns
 // the stack. All QPs, regions and tables are allocated by Create/Start. The
@@ -139,7 +142,9 @@ bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out);
   X(terminates_sent)                                                           \
   X(terminates_received)                                                       \
   X(initiates_refused)   /* sctp responder: Initiates on a stream without a QP */ \
-  X(associations)        /* sctp: associations accepted (responder) or opened */
+  X(associations)        /* sctp: associations accepted (responder) or opened */ \
+  X(session_end_timeouts) /* sctp client: session Terminate exchange not over 2 s after the run */ \
+  X(shutdowns_forced)    /* sctp client: association shut down with a stream still busy 10 s on */
 
 struct IwarpServiceCounters {
 #define IWARP_SVC_FIELD(f) uint64_t f = 0;
@@ -214,10 +219,20 @@ class SctpServiceHost {
   // it connects when its first client starts).
   SharedSctpAssociation* Shared(uint32_t remote, uint16_t port);
 
+  // Failures of the clients' session teardown, summed over every shared
+  // association (the worker mirrors them into its LcoreStats so the control
+  // thread can log them; see IWARP_SERVICE_COUNTERS for their meaning).
+  void CountSessionEndTimeout() { ++session_end_timeouts_; }
+  void CountForcedShutdown() { ++shutdowns_forced_; }
+  uint64_t session_end_timeouts() const { return session_end_timeouts_; }
+  uint64_t shutdowns_forced() const { return shutdowns_forced_; }
+
  private:
   sctp::SctpEndpoint* endpoint_;
   uint16_t streams_;
   std::vector<std::unique_ptr<SharedSctpAssociation>> shared_;
+  uint64_t session_end_timeouts_ = 0;
+  uint64_t shutdowns_forced_ = 0;
 };
 
 // Engine options from the config (the service's crc / markers).
