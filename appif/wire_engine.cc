@@ -715,12 +715,10 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     Sqe sqe;
     qp->sq.Peek(0, &sqe);  // copied out before validation
     engine::SendWr wr;
-    // RFC 5040 4.4: a Read Request names one sink buffer, so an RDMA Read
-    // takes one non-empty SGE on the wire (loopback QPs accept more).
-    const bool shape_ok = sqe.opcode < kNumWrOpcodes &&
-                          ToSgeList(sqe.sge, sqe.num_sge, &wr.local) &&
-                          !(sqe.opcode == static_cast<uint8_t>(WrOpcode::kRdmaRead) &&
-                            wr.local.num_sge > 1);
+    // The engine refuses (kInvalidWr, below) an RDMA Read whose sink SGEs
+    // are not one contiguous buffer (RFC 5040 4.4: one sink STag and TO).
+    const bool shape_ok =
+        sqe.opcode < kNumWrOpcodes && ToSgeList(sqe.sge, sqe.num_sge, &wr.local);
     if (!shape_ok) {
       // A malformed request completes in error and ends the stream (as the
       // loopback engine does; RFC 5040 7: local catastrophic error).
@@ -738,8 +736,8 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     wr.invalidate_stag = sqe.invalidate_stag;
     const engine::PostStatus ps = qp->engine->PostSend(wr);
     if (ps == engine::PostStatus::kInvalidWr) {
-      // The shape check above admits only what the engine takes; anything
-      // else is treated like a malformed request.
+      // Refused by the engine (a Read with a scattered sink): treated like a
+      // malformed request.
       if (!PushMalformedCqe(qp, qp->scq, sqe.wr_id, SqWcOpcode(sqe.opcode))) break;
       qp->sq.Consume(1);
       Bump(counters_->bad_sqes);

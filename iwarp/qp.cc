@@ -1292,23 +1292,33 @@ PostStatus Qp::PostSend(const SendWr& wr) {
     return PostStatus::kNotConnected;
   }
   if (wr.local.num_sge > kMaxSge) return PostStatus::kInvalidWr;
+  // RFC 5040 4.4: one sink STag and TO per Read Request. Non-empty sink SGEs
+  // are merged when they are one contiguous range of one STag; anything else
+  // is refused. A zero-length Read names its first SGE's STag.
   const bool read = wr.opcode == WrOpcode::kRdmaRead;
-  // RFC 5040 4.4: one sink STag and TO per Read Request.
-  if (read && wr.local.NonEmpty() > 1) return PostStatus::kInvalidWr;
+  LocalSge sink = wr.local.num_sge > 0 ? wr.local.sge[0] : LocalSge{};
+  if (read) {
+    bool have = false;
+    for (uint32_t i = 0; i < wr.local.num_sge; ++i) {
+      const LocalSge& s = wr.local.sge[i];
+      if (s.length == 0) continue;
+      if (!have) {
+        sink = s;
+        have = true;
+      } else if (s.stag == sink.stag && sink.to + sink.length == s.to &&
+                 uint64_t{sink.length} + s.length <= UINT32_MAX) {
+        sink.length += s.length;
+      } else {
+        return PostStatus::kInvalidWr;
+      }
+    }
+  }
   Impl& m = *impl_;
   if (m.sq_count == options_.sq_depth) return PostStatus::kQueueFull;
   Impl::SqEntry& e = m.sq[(m.sq_head + m.sq_count) % options_.sq_depth];
   e = Impl::SqEntry{};
   e.wr = wr;
-  if (read && wr.local.num_sge != 1) {
-    // The Read sink as one SGE: the non-empty one, else the first (a
-    // zero-length Read still names its sink STag).
-    LocalSge sink = wr.local.num_sge > 0 ? wr.local.sge[0] : LocalSge{};
-    for (uint32_t i = 0; i < wr.local.num_sge; ++i) {
-      if (wr.local.sge[i].length != 0) sink = wr.local.sge[i];
-    }
-    e.wr.local = SgeList(sink);
-  }
+  if (read) e.wr.local = SgeList(sink);
   ++m.sq_count;
   m.Pump();
   return PostStatus::kOk;

@@ -174,8 +174,9 @@ struct SendWr {
   // Send/Write: the source, gathered in SGE order (the message length is the
   // sum; more than 2^32-1 bytes completes with kLocalLength). Read: the sink,
   // which needs remote write (RFC 5040 4.3) and is ONE buffer: RFC 5040 4.4
-  // carries a single sink STag/TO per Read Request, so a Read with more than
-  // one non-empty SGE is refused by PostSend (kInvalidWr).
+  // carries a single sink STag/TO per Read Request. Non-empty sink SGEs that
+  // form one contiguous range of one STag are merged; any other Read with
+  // more than one non-empty SGE is refused by PostSend (kInvalidWr).
   SgeList local;
   uint32_t remote_stag = 0;  // Write: sink STag. Read: source STag.
   uint64_t remote_to = 0;
@@ -208,8 +209,8 @@ enum class PostStatus : uint8_t {
   kOk,
   kQueueFull,
   kNotConnected,  // QP is not in (or past) RTS; nothing queued
-  kInvalidWr,     // more than kMaxSge SGEs, or an RDMA Read with more than one
-                  // non-empty sink SGE (RFC 5040 4.4); nothing queued
+  kInvalidWr,     // more than kMaxSge SGEs, or an RDMA Read whose non-empty sink
+                  // SGEs are not one contiguous range (RFC 5040 4.4); nothing queued
 };
 
 // ---------------------------------------------------------------- connection

@@ -182,7 +182,8 @@ TEST(QpSge, MessageTooLongAgainstSgeSum) {
 }
 
 // RFC 5040 4.4: one sink STag/TO per Read Request. Two non-empty sink SGEs
-// are refused at post (nothing queued); empty SGEs around one sink are fine.
+// that are not one contiguous range of one STag are refused at post (nothing
+// queued); empty SGEs around one sink and contiguous pieces are fine.
 TEST(QpSge, ReadTakesOneSinkSge) {
   Pair p(QpOptions{}, QpOptions{});
   ASSERT_TRUE(p.Establish());
@@ -199,14 +200,32 @@ TEST(QpSge, ReadTakesOneSinkSge) {
   EXPECT_EQ(p.b.qp->PostRecv(RecvWr{3, five}), PostStatus::kInvalidWr);
   const SgeList one = List({LocalSge{0xdead, 0, 0}, LocalSge{sink, kBase + 100, 2048}, LocalSge{}});
   ASSERT_EQ(p.a.qp->PostSend(SendWr{4, WrOpcode::kRdmaRead, one, rsrc, 0x500000}), PostStatus::kOk);
-  ASSERT_TRUE(p.RunUntil([&] { return !p.a.cqes.empty(); }, 5'000'000));
-  ASSERT_EQ(p.a.cqes.size(), 1u);  // the refused ones left no trace
+  // Contiguous sink SGEs of one STag are one buffer: merged.
+  const SgeList split = List({LocalSge{sink, kBase + 3000, 500}, LocalSge{sink, kBase + 3500, 0},
+                              LocalSge{sink, kBase + 3500, 548}});
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{5, WrOpcode::kRdmaRead, split, rsrc, 0x500000 + 1000}),
+            PostStatus::kOk);
+  // Contiguous TOs but another STag: two buffers, refused.
+  const uint32_t sink2 = p.a.mem.Register(4096, ddp::kAccessAll, kBase + 4096);
+  EXPECT_EQ(p.a.qp->PostSend(SendWr{6, WrOpcode::kRdmaRead,
+                                    List({LocalSge{sink, kBase + 4000, 96}, LocalSge{sink2, kBase + 4096, 4}}),
+                                    rsrc, 0x500000}),
+            PostStatus::kInvalidWr);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() >= 2; }, 5'000'000));
+  ASSERT_EQ(p.a.cqes.size(), 2u);  // the refused ones left no trace
   EXPECT_EQ(p.a.cqes[0].wr_id, 4u);
   EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
   EXPECT_EQ(p.a.cqes[0].byte_len, 2048u);
-  EXPECT_EQ(std::memcmp(p.a.mem.Bytes(sink).data() + 100, data.data(), 2048), 0);
-  EXPECT_EQ(p.a.mem.Bytes(sink)[99], 0);
-  EXPECT_EQ(p.a.mem.Bytes(sink)[2148], 0);
+  EXPECT_EQ(p.a.cqes[1].wr_id, 5u);
+  EXPECT_EQ(p.a.cqes[1].status, WcStatus::kSuccess);
+  EXPECT_EQ(p.a.cqes[1].byte_len, 1048u);
+  const uint8_t* b = p.a.mem.Bytes(sink).data();
+  EXPECT_EQ(std::memcmp(b + 100, data.data(), 2048), 0);
+  EXPECT_EQ(b[99], 0);
+  EXPECT_EQ(b[2148], 0);
+  EXPECT_EQ(std::memcmp(b + 3000, data.data() + 1000, 1048), 0);
+  EXPECT_EQ(b[2999], 0);
+  EXPECT_EQ(b[4048], 0);
 }
 
 // Each SGE is checked: a bad one in a gather list completes that Send with
