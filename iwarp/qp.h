@@ -146,8 +146,9 @@ struct SgeList {
   uint32_t num_sge = 0;  // <= kMaxSge, else the work request is refused (kInvalidWr)
 
   constexpr SgeList() = default;
-  // One buffer, the common case (keeps `SendWr{id, op, LocalSge{...}}`).
-  constexpr SgeList(const LocalSge& one) : sge{one}, num_sge(1) {}  // NOLINT(google-explicit-constructor)
+  // One buffer, the common case (keeps `SendWr{id, op, LocalSge{...}}`):
+  // implicit on purpose.
+  constexpr SgeList(const LocalSge& one) : sge{one}, num_sge(1) {}  // NOLINT
 
   // Appends `s`; false (list unchanged) when full.
   constexpr bool Add(const LocalSge& s) {

@@ -15,8 +15,8 @@
 namespace iwarp::engine {
 namespace {
 
-using testing::Pair;
 using tcp::testing::Pattern;
+using testing::Pair;
 
 constexpr uint64_t kBase = 0x10000;
 
@@ -25,7 +25,6 @@ SgeList List(std::initializer_list<LocalSge> l) {
   for (const LocalSge& e : l) EXPECT_TRUE(s.Add(e));
   return s;
 }
-
 
 // One Send of `src` (laid out over `sge_lens` SGEs in two source regions, or
 // one SGE when sge_lens has one entry) into a single receive buffer; returns
@@ -151,9 +150,11 @@ TEST(QpSge, MessageTooLongAgainstSgeSum) {
   ASSERT_TRUE(p.Establish());
   const uint32_t src = p.a.mem.Register(3000, 0);
   const uint32_t r = p.b.mem.Register(4096, ddp::kAccessLocalWrite);
-  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{9, List({LocalSge{r, kBase, 1000}, LocalSge{r, kBase + 2000, 1000}})}),
+  ASSERT_EQ(p.b.qp->PostRecv(
+                RecvWr{9, List({LocalSge{r, kBase, 1000}, LocalSge{r, kBase + 2000, 1000}})}),
             PostStatus::kOk);
-  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{src, kBase, 2001}}), PostStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{src, kBase, 2001}}),
+            PostStatus::kOk);
   ASSERT_TRUE(p.RunUntil([&] { return !p.a.obs.term_received.empty(); }, 5'000'000));
   const rdmap::TerminateCode want{rdmap::kLayerDdp, ddp::kEtypeUntaggedBuffer, 0x05};
   ASSERT_TRUE(p.b.qp->terminate_sent().has_value());
@@ -172,9 +173,11 @@ TEST(QpSge, MessageTooLongAgainstSgeSum) {
   ASSERT_TRUE(q.Establish());
   const uint32_t src2 = q.a.mem.Register(3000, 0);
   const uint32_t r2 = q.b.mem.Register(4096, ddp::kAccessLocalWrite);
-  ASSERT_EQ(q.b.qp->PostRecv(RecvWr{9, List({LocalSge{r2, kBase, 1000}, LocalSge{r2, kBase + 2000, 1000}})}),
+  ASSERT_EQ(q.b.qp->PostRecv(
+                RecvWr{9, List({LocalSge{r2, kBase, 1000}, LocalSge{r2, kBase + 2000, 1000}})}),
             PostStatus::kOk);
-  ASSERT_EQ(q.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{src2, kBase, 2000}}), PostStatus::kOk);
+  ASSERT_EQ(q.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{src2, kBase, 2000}}),
+            PostStatus::kOk);
   ASSERT_TRUE(q.RunUntil([&] { return !q.b.cqes.empty(); }, 5'000'000));
   EXPECT_EQ(q.b.cqes[0].status, WcStatus::kSuccess);
   EXPECT_EQ(q.b.cqes[0].byte_len, 2000u);
@@ -207,9 +210,10 @@ TEST(QpSge, ReadTakesOneSinkSge) {
             PostStatus::kOk);
   // Contiguous TOs but another STag: two buffers, refused.
   const uint32_t sink2 = p.a.mem.Register(4096, ddp::kAccessAll, kBase + 4096);
-  EXPECT_EQ(p.a.qp->PostSend(SendWr{6, WrOpcode::kRdmaRead,
-                                    List({LocalSge{sink, kBase + 4000, 96}, LocalSge{sink2, kBase + 4096, 4}}),
-                                    rsrc, 0x500000}),
+  EXPECT_EQ(p.a.qp->PostSend(
+                SendWr{6, WrOpcode::kRdmaRead,
+                       List({LocalSge{sink, kBase + 4000, 96}, LocalSge{sink2, kBase + 4096, 4}}),
+                       rsrc, 0x500000}),
             PostStatus::kInvalidWr);
   ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() >= 2; }, 5'000'000));
   ASSERT_EQ(p.a.cqes.size(), 2u);  // the refused ones left no trace
@@ -246,15 +250,16 @@ TEST(QpSge, BadSgeIsALocalProtectionError) {
                                     List({LocalSge{src, kBase, 100}, LocalSge{src, kBase, 100},
                                           LocalSge{src, kBase + 4000, 200}})}),
             PostStatus::kOk);
-  ASSERT_EQ(p.a.qp->PostSend(SendWr{2, WrOpcode::kRdmaWrite,
-                                    List({LocalSge{src, kBase, 100}, LocalSge{other_pd, kBase, 100}}),
-                                    r, kBase}),
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{
+                2, WrOpcode::kRdmaWrite,
+                List({LocalSge{src, kBase, 100}, LocalSge{other_pd, kBase, 100}}), r, kBase}),
             PostStatus::kOk);
   ASSERT_EQ(p.a.qp->PostSend(SendWr{3, WrOpcode::kSend,
                                     List({LocalSge{src, kBase, 10}, LocalSge{src, kBase, 10},
                                           LocalSge{src, kBase, 10}, LocalSge{0x7777, kBase, 10}})}),
             PostStatus::kOk);
-  ASSERT_EQ(p.a.qp->PostSend(SendWr{4, WrOpcode::kSend, List({LocalSge{src, kBase, 10}, LocalSge{src, kBase, 20}})}),
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{4, WrOpcode::kSend,
+                                    List({LocalSge{src, kBase, 10}, LocalSge{src, kBase, 20}})}),
             PostStatus::kOk);
   ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() == 4 && p.b.cqes.size() == 1; }, 5'000'000));
   for (int i = 0; i < 3; ++i) {
@@ -267,9 +272,11 @@ TEST(QpSge, BadSgeIsALocalProtectionError) {
   EXPECT_EQ(p.b.qp->stats().bytes_placed, 30u);
 
   // Receive side: the second SGE lacks local write; the Send reaches it.
-  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{21, List({LocalSge{r, kBase + 1000, 16}, LocalSge{ro, kBase, 64}})}),
+  ASSERT_EQ(
+      p.b.qp->PostRecv(RecvWr{21, List({LocalSge{r, kBase + 1000, 16}, LocalSge{ro, kBase, 64}})}),
+      PostStatus::kOk);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{5, WrOpcode::kSend, LocalSge{src, kBase, 40}}),
             PostStatus::kOk);
-  ASSERT_EQ(p.a.qp->PostSend(SendWr{5, WrOpcode::kSend, LocalSge{src, kBase, 40}}), PostStatus::kOk);
   ASSERT_TRUE(p.RunUntil([&] { return p.b.cqes.size() == 2 && p.a.cqes.size() == 5; }, 5'000'000));
   EXPECT_EQ(p.b.cqes[1].wr_id, 21u);
   EXPECT_EQ(p.b.cqes[1].status, WcStatus::kLocalProtection) << WcStatusName(p.b.cqes[1].status);
