@@ -49,9 +49,10 @@
 // the last segment). Both deliver whole DDP segments to the same receive
 // path.
 //
-// Allocation: Create() allocates every queue and the transmit scratch; the
-// FPDU receive decoder's reassembly buffer is allocated when Full Operation
-// starts (connection setup, control path). After that nothing allocates.
+// Allocation: Create() allocates every queue, the transmit scratch and the
+// SGE gather buffer (mpa::kMaxUlpduLength bytes); the FPDU receive decoder's
+// reassembly buffer is allocated when Full Operation starts (connection
+// setup, control path). After that nothing allocates.
 #ifndef IWARPD_IWARP_QP_H_
 #define IWARPD_IWARP_QP_H_
 
