@@ -18,8 +18,10 @@
 //    (stats().wire_ack_timeouts) instead of being freed under the worker.
 //  - A wire QP whose connection failed or ended stays in the error state:
 //    the application destroys it and creates a new one (no reconnect).
-//  - Wire QPs carry one non-empty SGE per work request (the engine places
-//    one local buffer); more complete with IWARP_WC_LOC_QP_OP_ERR.
+//  - Wire QPs take SG lists of up to kMaxSge entries like loopback QPs,
+//    except that an RDMA Read has one sink buffer (RFC 5040 4.4): a Read
+//    whose non-empty SGEs are not one contiguous range of one MR completes
+//    with IWARP_WC_LOC_QP_OP_ERR.
 //
 // Hosting: no DPDK, no threads of its own. The host calls PollControl() (the
 // socket side: accept, requests, hang-ups; system calls) and PollQueues() (the

@@ -59,18 +59,16 @@ WcOpcode SqWcOpcode(uint8_t op) {
   return WcOpcode::kSend;
 }
 
-// One SG entry the engine can take: SGEs of zero length are skipped; more
-// than one non-empty SGE is refused (the engine places one local buffer per
-// work request). Returns false for a list it cannot express.
-bool SingleSge(const Sge* sge, uint32_t num_sge, engine::LocalSge* out) {
-  *out = engine::LocalSge{};
-  uint32_t used = 0;
+// The ring's SG list as the engine's (the engine gathers Sends and Writes
+// and scatters receives over up to kMaxSge SGEs). SGEs of zero length name
+// no memory and are left out. False for more than kMaxSge entries.
+static_assert(engine::kMaxSge == kMaxSge);
+bool ToSgeList(const Sge* sge, uint32_t num_sge, engine::SgeList* out) {
+  *out = engine::SgeList{};
+  if (num_sge > kMaxSge) return false;
   for (uint32_t i = 0; i < num_sge; ++i) {
     if (sge[i].length == 0) continue;
-    if (++used > 1) return false;
-    out->stag = sge[i].lkey;
-    out->to = sge[i].addr;
-    out->length = sge[i].length;
+    out->Add(engine::LocalSge{sge[i].lkey, sge[i].addr, sge[i].length});
   }
   return true;
 }
@@ -679,13 +677,20 @@ uint32_t WireEngine::FeedRq(WireQpContext* qp) {
     qp->rq.Peek(0, &rqe);  // copied out: the application may rewrite the slot
     engine::RecvWr wr;
     wr.wr_id = rqe.wr_id;
-    if (rqe.num_sge > kMaxSge || !SingleSge(rqe.sge, rqe.num_sge, &wr.local)) {
+    if (!ToSgeList(rqe.sge, rqe.num_sge, &wr.local)) {
       if (!PushMalformedCqe(qp, qp->rcq, rqe.wr_id, WcOpcode::kRecv)) break;
       qp->rq.Consume(1);
       Bump(counters_->bad_rqes);
       continue;
     }
-    if (qp->engine->PostRecv(wr) != engine::PostStatus::kOk) break;
+    const engine::PostStatus ps = qp->engine->PostRecv(wr);
+    if (ps == engine::PostStatus::kInvalidWr) {
+      if (!PushMalformedCqe(qp, qp->rcq, rqe.wr_id, WcOpcode::kRecv)) break;
+      qp->rq.Consume(1);
+      Bump(counters_->bad_rqes);
+      continue;
+    }
+    if (ps != engine::PostStatus::kOk) break;
     qp->rq.Consume(1);
     Bump(counters_->recvs_posted);
   }
@@ -710,8 +715,10 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     Sqe sqe;
     qp->sq.Peek(0, &sqe);  // copied out before validation
     engine::SendWr wr;
-    const bool shape_ok = sqe.opcode < kNumWrOpcodes && sqe.num_sge <= kMaxSge &&
-                          SingleSge(sqe.sge, sqe.num_sge, &wr.local);
+    // The engine refuses (kInvalidWr, below) an RDMA Read whose sink SGEs
+    // are not one contiguous buffer (RFC 5040 4.4: one sink STag and TO).
+    const bool shape_ok =
+        sqe.opcode < kNumWrOpcodes && ToSgeList(sqe.sge, sqe.num_sge, &wr.local);
     if (!shape_ok) {
       // A malformed request completes in error and ends the stream (as the
       // loopback engine does; RFC 5040 7: local catastrophic error).
@@ -728,6 +735,15 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     wr.remote_to = sqe.remote_addr;
     wr.invalidate_stag = sqe.invalidate_stag;
     const engine::PostStatus ps = qp->engine->PostSend(wr);
+    if (ps == engine::PostStatus::kInvalidWr) {
+      // Refused by the engine (a Read with a scattered sink): treated like a
+      // malformed request.
+      if (!PushMalformedCqe(qp, qp->scq, sqe.wr_id, SqWcOpcode(sqe.opcode))) break;
+      qp->sq.Consume(1);
+      Bump(counters_->bad_sqes);
+      qp->engine->Abort(now_us_);
+      return done + 1;
+    }
     if (ps != engine::PostStatus::kOk) break;  // full: retry; not connected: flushed later
     --qp->nfree;
     qp->sq_slots[slot] = WireQpContext::SqSlot{sqe.wr_id, (sqe.flags & kWrSignaled) != 0};

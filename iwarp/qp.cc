@@ -12,6 +12,10 @@ namespace {
 constexpr size_t kTxScratchSize =
     mpa::FpduSizeWithoutMarkers(mpa::kMaxUlpduLength) +
     mpa::kMarkerSize * (mpa::kMaxUlpduLength / mpa::kMarkerInterval + 3);
+// Staging for one DDP segment payload that straddles SGEs of a multi-SGE
+// Send or Write (the largest payload MPA carries; multi-SGE messages over an
+// LLP with a larger MULPDU are segmented to this).
+constexpr size_t kGatherSize = mpa::kMaxUlpduLength;
 constexpr size_t kHandshakeBufSize = mpa::kStartupHeaderSize + mpa::kMaxPrivateDataLength;
 // RFC 6581: RTR frames carry a non-zero STag (siw uses 1; cxgb4 rejects 0).
 constexpr uint32_t kRtrStag = 1;
@@ -96,6 +100,9 @@ struct Qp::Impl final : public mpa::UlpduSink {
     uint32_t byte_len = 0;
     uint8_t flags = 0;
     uint32_t invalidated_stag = 0;
+    // Set when one of the buffer's SGEs failed its local check during
+    // placement: the completion reports it instead of kFlushed.
+    WcStatus status = WcStatus::kSuccess;
   };
   struct ReadResp {
     uint32_t sink_stag = 0;
@@ -162,7 +169,14 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // Current outbound message.
   TxKind cur = TxKind::kNone;
   std::optional<ddp::Segmenter> seg;
-  ByteSpan cur_payload;
+  ByteSpan cur_payload;  // the message's bytes when contiguous (cur_src_n == 0)
+  // A multi-SGE Send or Write: the resolved non-empty SGEs in order, and the
+  // SGE the next segment starts in (src_i, at message offset src_base).
+  ByteSpan cur_src[kMaxSge];
+  uint32_t cur_src_n = 0;
+  uint32_t src_i = 0;
+  uint64_t src_base = 0;
+  std::unique_ptr<uint8_t[]> gather;  // kGatherSize bytes
   uint32_t cur_sq = 0;
   uint8_t small_payload[rdmap::kMaxTerminateSize] = {};
   uint8_t term_buf[rdmap::kMaxTerminateSize] = {};
@@ -204,7 +218,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       c.wr_id = e.wr.wr_id;
       c.opcode = WcFor(e.wr.opcode);
       c.status = e.status;
-      c.byte_len = e.wr.local.length;
+      c.byte_len = static_cast<uint32_t>(std::min<uint64_t>(e.wr.local.TotalLength(), UINT32_MAX));
       c.term = e.term;
       PushCompletion(c);
       sq_head = (sq_head + 1) % qp.options_.sq_depth;
@@ -257,7 +271,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       Completion c;
       c.wr_id = e.wr.wr_id;
       c.opcode = WcOpcode::kRecv;
-      c.status = e.done ? WcStatus::kSuccess : status;
+      c.status = e.done ? WcStatus::kSuccess : (e.status != WcStatus::kSuccess ? e.status : status);
       c.byte_len = e.done ? e.byte_len : 0;
       PushCompletion(c);
     }
@@ -265,6 +279,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     rresp_count = 0;
     oreads_count = 0;
     cur = TxKind::kNone;
+    cur_src_n = 0;
     seg.reset();
     scratch_pending = 0;
     pend_valid = false;
@@ -290,6 +305,86 @@ struct Qp::Impl final : public mpa::UlpduSink {
       return MutableByteSpan();
     }
     return mem.subspan(off, sge.length);
+  }
+
+  // Resolves every non-empty SGE of a Send/Write source into cur_src (or, for
+  // at most one, into cur_payload with cur_src_n = 0: the single-buffer path).
+  // False with *status set when one fails its check or the sum exceeds a DDP
+  // message (RFC 5041 5.2: < 2^32 bytes).
+  bool ResolveSource(const SgeList& l, WcStatus* status) {
+    if (l.TotalLength() > UINT32_MAX) {
+      *status = WcStatus::kLocalLength;
+      return false;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < l.num_sge; ++i) {
+      if (l.sge[i].length == 0) continue;
+      const MutableByteSpan mem = ResolveLocal(l.sge[i], 0, status);
+      if (mem.empty()) return false;
+      cur_src[n++] = mem;
+    }
+    cur_payload = n == 1 ? ByteSpan(cur_src[0]) : ByteSpan();
+    cur_src_n = n > 1 ? n : 0;
+    src_i = 0;
+    src_base = 0;
+    return true;
+  }
+
+  // The payload of the segment at message offset `off`, `len` bytes, of the
+  // current message: a slice of one SGE, or gathered into `gather` when it
+  // straddles SGEs. Segments come in message order, so src_i only advances.
+  ByteSpan SourceSlice(uint32_t off, uint32_t len) {
+    if (cur_src_n == 0) return cur_payload.subspan(off, len);
+    while (src_i + 1 < cur_src_n && off >= src_base + cur_src[src_i].size()) {
+      src_base += cur_src[src_i].size();
+      ++src_i;
+    }
+    const uint64_t in = off - src_base;
+    if (in + len <= cur_src[src_i].size()) return cur_src[src_i].subspan(in, len);
+    // Straddles: the segmenter was capped at kGatherSize for this message.
+    size_t done = 0;
+    uint32_t i = src_i;
+    uint64_t at = in;
+    while (done < len && i < cur_src_n) {
+      const size_t n = std::min<size_t>(len - done, cur_src[i].size() - at);
+      std::memcpy(gather.get() + done, cur_src[i].data() + at, n);
+      done += n;
+      at = 0;
+      ++i;
+    }
+    return ByteSpan(gather.get(), done);
+  }
+
+  // RFC 5041 5.3: untagged placement of `payload` at message offset `offset`
+  // into the receive buffer `e` (the concatenation of its SGEs). Every SGE
+  // touched is checked first; false (e.status set) when one fails.
+  bool PlaceUntagged(RqEntry& e, uint64_t offset, ByteSpan payload) {
+    const SgeList& l = e.wr.local;
+    uint64_t base = 0;
+    for (uint32_t i = 0; i < l.num_sge && !payload.empty(); ++i) {
+      const LocalSge& sge = l.sge[i];
+      const uint64_t end = base + sge.length;
+      if (offset < end) {
+        WcStatus st = WcStatus::kSuccess;
+        const MutableByteSpan mem = ResolveLocal(sge, ddp::kAccessLocalWrite, &st);
+        if (mem.empty()) {
+          e.status = st == WcStatus::kSuccess ? WcStatus::kLocalProtection : st;
+          return false;
+        }
+        const size_t in = static_cast<size_t>(offset - base);
+        const size_t n = std::min<size_t>(payload.size(), mem.size() - in);
+        Place(mem, in, payload.first(n));
+        payload = payload.subspan(n);
+        offset += n;
+      }
+      base = end;
+    }
+    // CheckSegment bounded MO + length by the posted length (the sum).
+    if (!payload.empty()) {
+      e.status = WcStatus::kLocalLength;
+      return false;
+    }
+    return true;
   }
 
   // ---- transmit
@@ -335,6 +430,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // Picks the next outbound message. False when there is none (or the SQ is
   // stalled on ORD).
   bool StartNext() {
+    cur_src_n = 0;
     if (term_pending) {
       term_pending = false;
       seg.emplace(rdmap::TerminateMessage(term_msn, static_cast<uint32_t>(term_len)), mulpdu);
@@ -388,7 +484,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
       if (wr.opcode == WrOpcode::kRdmaRead) {
         if (oreads_count >= qp.neg_.ord || oreads_count >= oreads_cap) return false;  // RFC 5040: ORD bound
         WcStatus st = WcStatus::kSuccess;
-        (void)ResolveLocal(wr.local, ddp::kAccessRemoteWrite, &st);
+        const LocalSge& sink = wr.local.sge[0];  // one buffer, normalised by PostSend
+        (void)ResolveLocal(sink, ddp::kAccessRemoteWrite, &st);
         if (st != WcStatus::kSuccess) {
           e.st = SqState::kDone;
           e.status = st;
@@ -396,9 +493,9 @@ struct Qp::Impl final : public mpa::UlpduSink {
           continue;
         }
         rdmap::ReadRequest rr;
-        rr.sink_stag = wr.local.stag;
-        rr.sink_to = wr.local.to;
-        rr.read_size = wr.local.length;
+        rr.sink_stag = sink.stag;
+        rr.sink_to = sink.to;
+        rr.read_size = sink.length;
         rr.source_stag = wr.remote_stag;
         rr.source_to = wr.remote_to;
         rdmap::EncodeReadRequest(rr, MutableByteSpan(small_payload));
@@ -408,30 +505,29 @@ struct Qp::Impl final : public mpa::UlpduSink {
         OutRead& o = oreads[(oreads_head + oreads_count) % oreads_cap];
         o = OutRead{};
         o.sq_index = idx;
-        o.sink_stag = wr.local.stag;
-        o.sink_to = wr.local.to;
-        o.length = wr.local.length;
+        o.sink_stag = sink.stag;
+        o.sink_to = sink.to;
+        o.length = sink.length;
         ++oreads_count;
       } else {
         WcStatus st = WcStatus::kSuccess;
-        MutableByteSpan src = ResolveLocal(wr.local, 0, &st);
-        if (st != WcStatus::kSuccess) {
+        if (!ResolveSource(wr.local, &st)) {
           e.st = SqState::kDone;
           e.status = st;
           ++sq_next;
           continue;
         }
-        cur_payload = src;
+        const uint32_t length = static_cast<uint32_t>(wr.local.TotalLength());
+        const uint32_t seg_mulpdu =
+            cur_src_n == 0 ? mulpdu : std::min<uint32_t>(mulpdu, kGatherSize);
         if (wr.opcode == WrOpcode::kRdmaWrite) {
-          seg.emplace(rdmap::RdmaWriteMessage(wr.remote_stag, wr.remote_to, wr.local.length),
-                      mulpdu);
+          seg.emplace(rdmap::RdmaWriteMessage(wr.remote_stag, wr.remote_to, length), seg_mulpdu);
         } else {
           rdmap::Opcode op = rdmap::Opcode::kSend;
           if (wr.opcode == WrOpcode::kSendInvalidate) op = rdmap::Opcode::kSendInvalidate;
           if (wr.opcode == WrOpcode::kSendSe) op = rdmap::Opcode::kSendSe;
           if (wr.opcode == WrOpcode::kSendSeInvalidate) op = rdmap::Opcode::kSendSeInvalidate;
-          seg.emplace(rdmap::SendMessage(op, send_msn, wr.local.length, wr.invalidate_stag),
-                      mulpdu);
+          seg.emplace(rdmap::SendMessage(op, send_msn, length, wr.invalidate_stag), seg_mulpdu);
           send_msn += 1;
         }
       }
@@ -439,6 +535,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         e.st = SqState::kDone;
         e.status = WcStatus::kLocalLength;
         seg.reset();
+        cur_src_n = 0;
         ++sq_next;
         continue;
       }
@@ -634,14 +731,16 @@ struct Qp::Impl final : public mpa::UlpduSink {
         if (!tx->Usable()) return;
       }
       if (cur == TxKind::kNone && !StartNext()) break;
-      if (const uint32_t m = tx->NextMulpdu(); m != 0) seg->SetMulpdu(m);
+      if (const uint32_t m = tx->NextMulpdu(); m != 0) {
+        seg->SetMulpdu(cur_src_n == 0 ? m : std::min<uint32_t>(m, kGatherSize));
+      }
       ddp::SegmentDesc d;
       if (!seg->Next(MutableByteSpan(pend_hdr), &d)) {
         FinishMessage();
         continue;
       }
       pend_hdr_len = d.header_length;
-      pend_payload = cur_payload.subspan(d.message_offset, d.payload_length);
+      pend_payload = SourceSlice(d.message_offset, d.payload_length);
       pend_last = d.last;
       pend_valid = true;
     }
@@ -806,15 +905,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
       case rdmap::Opcode::kSendSeInvalidate: {
         const uint32_t slot = static_cast<uint32_t>(v.placement.handle);
         RqEntry& e = rq[slot];
-        if (!payload.empty()) {
-          WcStatus st = WcStatus::kSuccess;
-          MutableByteSpan mem = ResolveLocal(e.wr.local, ddp::kAccessLocalWrite, &st);
-          if (mem.size() < v.placement.offset + payload.size()) {
-            ++qp.stats_.local_errors;
-            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
-            return;
-          }
-          Place(mem, v.placement.offset, payload);
+        if (!payload.empty() && !PlaceUntagged(e, v.placement.offset, payload)) {
+          ++qp.stats_.local_errors;
+          SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+          return;
         }
         if (v.header.last) {
           const bool inv = v.opcode == rdmap::Opcode::kSendInvalidate ||
@@ -1150,6 +1244,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpS
   impl->oreads_cap = static_cast<uint32_t>(m.ord) + 1;  // + the Read RTR
   impl->oreads = std::make_unique<Impl::OutRead[]>(impl->oreads_cap);
   impl->scratch = std::make_unique<uint8_t[]>(kTxScratchSize);
+  impl->gather = std::make_unique<uint8_t[]>(kGatherSize);
   impl->SetTx();
   qp->impl_ = std::move(impl);
   return qp;
@@ -1196,11 +1291,34 @@ PostStatus Qp::PostSend(const SendWr& wr) {
       state_ == QpState::kTerminating || state_ == QpState::kError) {
     return PostStatus::kNotConnected;
   }
+  if (wr.local.num_sge > kMaxSge) return PostStatus::kInvalidWr;
+  // RFC 5040 4.4: one sink STag and TO per Read Request. Non-empty sink SGEs
+  // are merged when they are one contiguous range of one STag; anything else
+  // is refused. A zero-length Read names its first SGE's STag.
+  const bool read = wr.opcode == WrOpcode::kRdmaRead;
+  LocalSge sink = wr.local.num_sge > 0 ? wr.local.sge[0] : LocalSge{};
+  if (read) {
+    bool have = false;
+    for (uint32_t i = 0; i < wr.local.num_sge; ++i) {
+      const LocalSge& s = wr.local.sge[i];
+      if (s.length == 0) continue;
+      if (!have) {
+        sink = s;
+        have = true;
+      } else if (s.stag == sink.stag && sink.to + sink.length == s.to &&
+                 uint64_t{sink.length} + s.length <= UINT32_MAX) {
+        sink.length += s.length;
+      } else {
+        return PostStatus::kInvalidWr;
+      }
+    }
+  }
   Impl& m = *impl_;
   if (m.sq_count == options_.sq_depth) return PostStatus::kQueueFull;
   Impl::SqEntry& e = m.sq[(m.sq_head + m.sq_count) % options_.sq_depth];
   e = Impl::SqEntry{};
   e.wr = wr;
+  if (read) e.wr.local = SgeList(sink);
   ++m.sq_count;
   m.Pump();
   return PostStatus::kOk;
@@ -1208,6 +1326,7 @@ PostStatus Qp::PostSend(const SendWr& wr) {
 
 PostStatus Qp::PostRecv(const RecvWr& wr) {
   if (state_ == QpState::kTerminating || state_ == QpState::kError) return PostStatus::kNotConnected;
+  if (wr.local.num_sge > kMaxSge) return PostStatus::kInvalidWr;
   Impl& m = *impl_;
   if (m.rq_count == options_.rq_depth) return PostStatus::kQueueFull;
   const uint32_t slot = (m.rq_head + m.rq_count) % options_.rq_depth;
@@ -1215,7 +1334,8 @@ PostStatus Qp::PostRecv(const RecvWr& wr) {
   e = Impl::RqEntry{};
   e.wr = wr;
   e.ub.handle = slot;
-  e.ub.length = wr.local.length;
+  // A DDP message is < 2^32 bytes (RFC 5041 5.2): a larger sum never fills.
+  e.ub.length = static_cast<uint32_t>(std::min<uint64_t>(wr.local.TotalLength(), UINT32_MAX));
   ++m.rq_count;
   return PostStatus::kOk;
 }

@@ -32,6 +32,12 @@
 //    ever sees TCP; the data plane decides whether to answer mapper queries.
 //  - Transmit copies each FPDU once (CRC computed during the copy) into the
 //    TCP send buffer with SendRecord; SendZeroCopy is not used yet.
+//  - Work requests with several SGEs produce the same DDP segments as one
+//    SGE of the summed length (segments keep the full MULPDU). A segment
+//    whose payload straddles SGEs is gathered into a per-QP staging buffer
+//    first (one extra copy of that segment only); other segments are encoded
+//    straight from the SGE. Over an LLP whose MULPDU exceeds
+//    mpa::kMaxUlpduLength, multi-SGE messages use segments of at most that.
 //
 // LLPs: DDP/RDMAP (segmentation to the MULPDU, placement, queues, RDMAP
 // operations, Terminate, completions) runs on an internal transmit LLP
@@ -43,9 +49,10 @@
 // the last segment). Both deliver whole DDP segments to the same receive
 // path.
 //
-// Allocation: Create() allocates every queue and the transmit scratch; the
-// FPDU receive decoder's reassembly buffer is allocated when Full Operation
-// starts (connection setup, control path). After that nothing allocates.
+// Allocation: Create() allocates every queue, the transmit scratch and the
+// SGE gather buffer (mpa::kMaxUlpduLength bytes); the FPDU receive decoder's
+// reassembly buffer is allocated when Full Operation starts (connection
+// setup, control path). After that nothing allocates.
 #ifndef IWARPD_IWARP_QP_H_
 #define IWARPD_IWARP_QP_H_
 
@@ -126,10 +133,53 @@ struct LocalSge {
   uint32_t length = 0;
 };
 
+// Most SGEs one work request carries (equals appif/shm_layout.h kMaxSge and
+// IWARP_MAX_SGE).
+inline constexpr uint32_t kMaxSge = 4;
+
+// A work request's local buffers: the data is the concatenation of
+// sge[0 .. num_sge-1] in order. Fixed size, no allocation. SGEs of length 0
+// name no memory and are never looked up. Each non-empty SGE is checked
+// (STag, protection domain, access, bounds) before it is used; a bad one
+// completes the work request with kLocalProtection.
+struct SgeList {
+  LocalSge sge[kMaxSge] = {};
+  uint32_t num_sge = 0;  // <= kMaxSge, else the work request is refused (kInvalidWr)
+
+  constexpr SgeList() = default;
+  // One buffer, the common case (keeps `SendWr{id, op, LocalSge{...}}`):
+  // implicit on purpose.
+  constexpr SgeList(const LocalSge& one) : sge{one}, num_sge(1) {}  // NOLINT
+
+  // Appends `s`; false (list unchanged) when full.
+  constexpr bool Add(const LocalSge& s) {
+    if (num_sge >= kMaxSge) return false;
+    sge[num_sge++] = s;
+    return true;
+  }
+  // Sum of the lengths (64 bits: kMaxSge lengths of up to 2^32-1 each).
+  constexpr uint64_t TotalLength() const {
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < num_sge && i < kMaxSge; ++i) n += sge[i].length;
+    return n;
+  }
+  constexpr uint32_t NonEmpty() const {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < num_sge && i < kMaxSge; ++i) n += sge[i].length != 0 ? 1u : 0u;
+    return n;
+  }
+};
+
 struct SendWr {
   uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::kSend;
-  LocalSge local;            // Send/Write: source. Read: sink (needs remote write, RFC 5040 4.3)
+  // Send/Write: the source, gathered in SGE order (the message length is the
+  // sum; more than 2^32-1 bytes completes with kLocalLength). Read: the sink,
+  // which needs remote write (RFC 5040 4.3) and is ONE buffer: RFC 5040 4.4
+  // carries a single sink STag/TO per Read Request. Non-empty sink SGEs that
+  // form one contiguous range of one STag are merged; any other Read with
+  // more than one non-empty SGE is refused by PostSend (kInvalidWr).
+  SgeList local;
   uint32_t remote_stag = 0;  // Write: sink STag. Read: source STag.
   uint64_t remote_to = 0;
   uint32_t invalidate_stag = 0;  // Send with Invalidate
@@ -137,7 +187,11 @@ struct SendWr {
 
 struct RecvWr {
   uint64_t wr_id = 0;
-  LocalSge local;  // needs local write
+  // Needs local write. The posted buffer is the concatenation of the SGEs:
+  // untagged placement at message offset MO lands in the SGE(s) holding that
+  // offset, and a Send longer than the sum is answered with the DDP untagged
+  // "message too long" error (RFC 5041 7.2).
+  SgeList local;
 };
 
 inline constexpr uint8_t kWcWithInvalidate = 1u << 0;
@@ -157,6 +211,8 @@ enum class PostStatus : uint8_t {
   kOk,
   kQueueFull,
   kNotConnected,  // QP is not in (or past) RTS; nothing queued
+  kInvalidWr,     // more than kMaxSge SGEs, or an RDMA Read whose non-empty sink
+                  // SGEs are not one contiguous range (RFC 5040 4.4); nothing queued
 };
 
 // ---------------------------------------------------------------- connection

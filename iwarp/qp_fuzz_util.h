@@ -33,6 +33,28 @@ inline FuzzStags RegisterFuzzRegions(TestMemory& mem) {
   return s;
 }
 
+// Receive `i` (0..2) the fuzzers post: 64 bytes of region 4 at
+// 0x40000 + 64 i. Receive 0 is one SGE; receive 1 is three SGEs (16 bytes,
+// an empty one naming no region, 48 bytes) so that placement straddles SGEs;
+// receive 2 ends in an SGE of region 1, which lacks local write (the local
+// protection path).
+inline RecvWr FuzzRecv(uint32_t i, const FuzzStags& stags) {
+  const uint64_t to = 0x40000 + 64u * i;
+  RecvWr wr;
+  wr.wr_id = i;
+  if (i == 1) {
+    wr.local.Add(LocalSge{stags[4], to, 16});
+    wr.local.Add(LocalSge{0xdead, 0, 0});
+    wr.local.Add(LocalSge{stags[4], to + 16, 48});
+  } else if (i == 2) {
+    wr.local.Add(LocalSge{stags[4], to, 32});
+    wr.local.Add(LocalSge{stags[1], 0x10000, 32});
+  } else {
+    wr.local = LocalSge{stags[4], to, 64};
+  }
+  return wr;
+}
+
 // Takes the next length-prefixed segment off `in` into `out`; false when
 // fewer than two bytes are left. A length beyond the input is cut short.
 inline bool NextFuzzSegment(ByteSpan& in, std::vector<uint8_t>& out) {

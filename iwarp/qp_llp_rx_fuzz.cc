@@ -91,7 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const engine::testing::FuzzStags stags = engine::testing::RegisterFuzzRegions(mem);
   for (uint32_t i = 0; i < ((mode >> 2) & 3u); ++i) {
-    qp.PostRecv(engine::RecvWr{i, engine::LocalSge{stags[4], 0x40000 + 64u * i, 64}});
+    qp.PostRecv(engine::testing::FuzzRecv(i, stags));
   }
   if ((mode & 1) == 0) {
     qp.OnLlpInitiate(pd);
@@ -99,9 +99,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(qp.ConnectLlp({}, 0).ok());
     qp.OnLlpAccepted(pd);
   }
-  // Some local work so that transmit runs beside the receive path.
-  qp.PostSend(engine::SendWr{50, engine::WrOpcode::kRdmaWrite,
-                             engine::LocalSge{stags[3], ~uint64_t{0} - 4095, 300}, 0x1234, 0});
+  // Some local work so that transmit runs beside the receive path: a Write
+  // gathered from two SGEs.
+  engine::SendWr w{50, engine::WrOpcode::kRdmaWrite,
+                   engine::LocalSge{stags[3], ~uint64_t{0} - 4095, 100}, 0x1234, 0};
+  w.local.Add(engine::LocalSge{stags[3], ~uint64_t{0} - 4095 + 200, 200});
+  qp.PostSend(w);
 
   size_t delivered = 0;
   uint64_t now = 1;

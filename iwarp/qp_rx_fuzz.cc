@@ -66,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const engine::testing::FuzzStags stags = engine::testing::RegisterFuzzRegions(p.b.mem);
   for (uint32_t i = 0; i < (setup & 3u); ++i) {
-    p.b.qp->PostRecv(engine::RecvWr{i, engine::LocalSge{stags[4], 0x40000 + 64u * i, 64}});
+    p.b.qp->PostRecv(engine::testing::FuzzRecv(i, stags));
   }
 
   // Build the byte stream a's connection will carry.

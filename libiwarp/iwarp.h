@@ -32,9 +32,22 @@
  * an iWARP connection (MPA over TCP, RFC 5044/5041/5040) from the daemon's
  * data plane, answered by iwarp_listen/iwarp_accept of an application on
  * the remote daemon (or any iWARP peer). A CQ serves loopback QPs or iWARP
- * QPs, not both. On iWARP QPs a work request uses one non-empty SGE, and a
- * Send needs a receive posted at the peer before it leaves (RFC 5041 7.1:
- * otherwise the stream terminates).
+ * QPs, not both. A Send needs a receive posted at the peer before it leaves
+ * (RFC 5041 7.1: otherwise the stream terminates).
+ *
+ * SG lists (up to IWARP_MAX_SGE entries, on loopback and iWARP QPs alike):
+ * the data of a Send or RDMA Write is the concatenation of its SGEs, and a
+ * receive buffer is the concatenation of its SGEs (a Send longer than their
+ * sum ends the stream with the DDP "message too long" error, RFC 5041 7.2).
+ * SGEs of length 0 are ignored; every other SGE must lie inside an MR of the
+ * QP's PD with the access the operation needs, else the work request
+ * completes with IWARP_WC_LOC_PROT_ERR (a receive SGE is checked when a Send
+ * reaches it; on iWARP QPs the stream then ends). On iWARP QPs (TCP and SCTP) an
+ * RDMA_READ has one sink buffer, because a Read Request carries a single sink
+ * STag and offset (RFC 5040 4.4): its non-empty SGEs must form one contiguous
+ * range of one MR; any other RDMA_READ with more than one non-empty SGE
+ * completes with IWARP_WC_LOC_QP_OP_ERR and the connection ends (as for any
+ * malformed request). Loopback QPs also scatter a Read.
  *
  * Memory: the daemon maps registered memory, so it must live in a memfd
  * sealed against shrinking. iwarp_mem_alloc() provides such memory (huge pages

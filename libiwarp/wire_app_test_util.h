@@ -85,6 +85,23 @@ struct WireApp {
     wr.rkey = rkey;
     ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
   }
+  // Work requests with an SG list (up to IWARP_MAX_SGE entries).
+  void PostRecvSgl(uint64_t wr_id, const std::vector<iwarp_sge>& sgl) {
+    iwarp_recv_wr wr{wr_id, sgl.data(), static_cast<uint32_t>(sgl.size())};
+    ASSERT_EQ(iwarp_post_recv(qp, &wr, 1), 1);
+  }
+  void PostSgl(uint64_t wr_id, uint32_t opcode, const std::vector<iwarp_sge>& sgl,
+               uint64_t raddr = 0, uint32_t rkey = 0) {
+    iwarp_send_wr wr{};
+    wr.wr_id = wr_id;
+    wr.opcode = opcode;
+    wr.flags = IWARP_SEND_SIGNALED;
+    wr.sg_list = sgl.data();
+    wr.num_sge = static_cast<uint32_t>(sgl.size());
+    wr.remote_addr = raddr;
+    wr.rkey = rkey;
+    ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
+  }
   // The next completion, or a failure (status 0xFF) after the timeout.
   iwarp_wc Wc(int wait_ms = -1) {
     const int limit = wait_ms < 0 ? timeout_ms : wait_ms;

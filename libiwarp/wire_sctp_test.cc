@@ -187,6 +187,54 @@ TEST_F(WireSctpTest, WriteReadSendOverSctpAreVerifiedFromZeroTo1MiB) {
   EXPECT_EQ(wa.events_dropped + wb.events_dropped, 0u);
 }
 
+// SG lists over SCTP: a Send gathered from 3 SGEs (one empty) into a
+// receive of 2 SGEs, and a gathered Write followed by a Read (which, RFC
+// 5040 5.5, returns after the Write was placed) into two contiguous SGEs.
+TEST_F(WireSctpTest, MultiSgeSendWriteReadOverSctpAreVerified) {
+  constexpr size_t kMem = 1 << 20;
+  App& c = *NewApp(*a_, kMem);
+  App& s = *NewApp(*b_, kMem);
+  const uint32_t lid = Listen(s, IWARP_TRANSPORT_SCTP, 5006);
+  ASSERT_NO_FATAL_FAILURE(Establish(c, s, IWARP_TRANSPORT_SCTP, 5006, lid));
+  std::memset(c.mem, 0x5A, kMem);
+  std::memset(s.mem, 0xA5, kMem);
+  const auto data = Pattern(30000, 17);
+  std::memcpy(c.mem + 11, data.data(), 9000);
+  std::memcpy(c.mem + 100000, data.data() + 9000, 21000);
+  const std::vector<iwarp_sge> src = {{c.mr.addr + 11, 9000, c.mr.stag},
+                                      {c.mr.addr + 50000, 0, c.mr.stag},
+                                      {c.mr.addr + 100000, 21000, c.mr.stag}};
+  s.PostRecvSgl(9,
+                {{s.mr.addr + 300000, 2500, s.mr.stag}, {s.mr.addr + 200000, 40000, s.mr.stag}});
+  c.PostSgl(1, IWARP_WR_SEND, src);
+  iwarp_wc wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  wc = s.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.wr_id, 9u);
+  EXPECT_EQ(wc.byte_len, 30000u);
+  EXPECT_EQ(std::memcmp(s.mem + 300000, data.data(), 2500), 0);
+  EXPECT_EQ(std::memcmp(s.mem + 200000, data.data() + 2500, 27500), 0);
+  EXPECT_EQ(s.mem[300000 + 2500], 0xA5);
+  EXPECT_EQ(s.mem[200000 + 27500], 0xA5);
+
+  c.PostSgl(2, IWARP_WR_RDMA_WRITE, src, s.mr.addr + 500000, s.mr.stag);
+  c.PostSgl(3, IWARP_WR_RDMA_READ,
+            {{c.mr.addr + 600000, 1000, c.mr.stag}, {c.mr.addr + 601000, 29000, c.mr.stag}},
+            s.mr.addr + 500000, s.mr.stag);
+  wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.wr_id, 2u);
+  wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.wr_id, 3u);
+  EXPECT_EQ(wc.byte_len, 30000u);
+  EXPECT_EQ(std::memcmp(s.mem + 500000, data.data(), 30000), 0);
+  EXPECT_EQ(std::memcmp(c.mem + 600000, data.data(), 30000), 0);
+  EXPECT_EQ(c.mem[630000], 0x5A);
+  EXPECT_EQ(worker_->engine(0)->stats().bad_sqes, 0u);
+}
+
 TEST_F(WireSctpTest, RejectCarriesPrivateDataToTheInitiator) {
   App& c = *NewApp(*a_, 1 << 16);
   App& s = *NewApp(*b_, 1 << 16);

@@ -6,6 +6,7 @@
 // DDP placement into the registered memfds, completions into the CQ rings.
 #include <errno.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -270,7 +271,7 @@ TEST_P(Wire, MisbehavingApplicationCannotTouchOtherSessionsMemory) {
   EXPECT_GE(b_->worker.engine()->stats().connections, 1u);
 }
 
-TEST_P(Wire, ForeignLkeyAndUnsupportedSgListFailLocally) {
+TEST_P(Wire, ForeignLkeyAndReadWithTwoSinkSgesFailLocally) {
   OpenApps(1 << 16);
   App victim;
   victim.Open(a_->host.socket_path(), 1 << 16);
@@ -285,7 +286,8 @@ TEST_P(Wire, ForeignLkeyAndUnsupportedSgListFailLocally) {
   EXPECT_EQ(wc.wr_id, 1u);
   for (size_t i = 0; i < (1 << 16); ++i) ASSERT_EQ(victim.mem[i], 0x33) << i;
 
-  // Two non-empty SGEs: the engine places one local buffer per request.
+  // A Read with two separate sink SGEs: RFC 5040 4.4 names one sink STag
+  // and TO per Read Request, so the daemon refuses it at post.
   App c2, s2;
   c2.Open(a_->host.socket_path(), 1 << 16);
   s2.Open(b_->host.socket_path(), 1 << 16);
@@ -297,20 +299,97 @@ TEST_P(Wire, ForeignLkeyAndUnsupportedSgListFailLocally) {
   iwarp_event req = s2.Event(IWARP_EVENT_CONNECT_REQUEST);
   ASSERT_EQ(iwarp_accept(s2.s, req.request_id, s2.qp, nullptr, 0), 0);
   c2.Event(IWARP_EVENT_ESTABLISHED);
-  iwarp_sge sg[2] = {{c2.mr.addr, 16, c2.mr.stag}, {c2.mr.addr + 64, 16, c2.mr.stag}};
-  iwarp_send_wr wr{};
-  wr.wr_id = 7;
-  wr.opcode = IWARP_WR_RDMA_WRITE;
-  wr.flags = IWARP_SEND_SIGNALED;
-  wr.sg_list = sg;
-  wr.num_sge = 2;
-  wr.remote_addr = s2.mr.addr;
-  wr.rkey = s2.mr.stag;
-  ASSERT_EQ(iwarp_post_send(c2.qp, &wr, 1), 1);
+  std::memset(c2.mem, 0x44, 1 << 16);
+  const uint64_t bad_before = a_->worker.engine()->stats().bad_sqes;
+  c2.PostSgl(7, IWARP_WR_RDMA_READ,
+             {{c2.mr.addr, 16, c2.mr.stag}, {0, 0, 0}, {c2.mr.addr + 64, 16, c2.mr.stag}},
+             s2.mr.addr, s2.mr.stag);
   wc = c2.Wc();
   EXPECT_EQ(wc.status, IWARP_WC_LOC_QP_OP_ERR);
   EXPECT_EQ(wc.wr_id, 7u);
-  EXPECT_GE(a_->worker.engine()->stats().bad_sqes, 1u);
+  EXPECT_EQ(a_->worker.engine()->stats().bad_sqes, bad_before + 1);
+  for (size_t i = 0; i < 128; ++i) ASSERT_EQ(c2.mem[i], 0x44) << i;
+}
+
+// Work requests with several SGEs on the wire, as on loopback QPs: a Send
+// gathered from 4 SGEs (one empty, none a multiple of the MULPDU) lands in a
+// receive of 3 SGEs (segments straddle them), a Write gathers 3 SGEs into a
+// contiguous sink, a Read into two contiguous SGEs among empty ones fills them.
+// Every byte is checked, and the bytes around the SGEs stay untouched.
+TEST_P(WireTest, MultiSgeSendWriteRecvAreVerified) {
+  constexpr size_t kMem = 1 << 20;
+  OpenApps(kMem);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  App& s = *server_;
+  std::memset(c.mem, 0x5A, kMem);
+  std::memset(s.mem, 0xA5, kMem);
+  struct Piece {
+    size_t off;
+    uint32_t len;
+  };
+  const std::vector<Piece> src = {{3, 5000}, {20000, 0}, {30001, 7777}, {50000, 123}};
+  const std::vector<Piece> dst = {{100, 1000}, {400000, 6000}, {200000, 10000}};
+  size_t total = 0;
+  for (const Piece& p : src) total += p.len;  // 12900: ends inside dst[2]
+  const auto data = Pattern(total, 42);
+  auto sgl = [](App& a, const std::vector<Piece>& ps) {
+    std::vector<iwarp_sge> v;
+    for (const Piece& p : ps) v.push_back({a.mr.addr + p.off, p.len, a.mr.stag});
+    return v;
+  };
+  size_t at = 0;
+  for (const Piece& p : src) {
+    std::memcpy(c.mem + p.off, data.data() + at, p.len);
+    at += p.len;
+  }
+
+  // Send (4 SGEs) -> receive (3 SGEs).
+  s.PostRecvSgl(50, sgl(s, dst));
+  c.PostSgl(1, IWARP_WR_SEND, sgl(c, src));
+  iwarp_wc wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, total);
+  wc = s.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IWARP_WC_RECV);
+  EXPECT_EQ(wc.wr_id, 50u);
+  EXPECT_EQ(wc.byte_len, total);
+  at = 0;
+  for (const Piece& p : dst) {
+    const size_t n = std::min<size_t>(p.len, total - at);
+    EXPECT_EQ(std::memcmp(s.mem + p.off, data.data() + at, n), 0) << "dst at " << p.off;
+    for (size_t i = n; i < p.len; ++i) ASSERT_EQ(s.mem[p.off + i], 0xA5) << p.off + i;
+    ASSERT_EQ(s.mem[p.off - 1], 0xA5);
+    ASSERT_EQ(s.mem[p.off + p.len], 0xA5);
+    at += n;
+  }
+
+  // RDMA Write (3 SGEs, one empty) -> one contiguous sink.
+  const std::vector<Piece> wsrc = {{3, 5000}, {20000, 0}, {30001, 7777}};
+  const uint64_t wsink = 700000;
+  c.PostSgl(2, IWARP_WR_RDMA_WRITE, sgl(c, wsrc), s.mr.addr + wsink, s.mr.stag);
+  wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, 12777u);
+  EXPECT_EQ(std::memcmp(s.mem + wsink, data.data(), 12777), 0);
+  EXPECT_EQ(s.mem[wsink - 1], 0xA5);
+  EXPECT_EQ(s.mem[wsink + 12777], 0xA5);
+
+  // RDMA Read into two contiguous SGEs among empty ones (one sink buffer,
+  // RFC 5040 4.4): the Write's bytes back.
+  c.PostSgl(3, IWARP_WR_RDMA_READ,
+            {{0, 0, 0}, {c.mr.addr + 800000, 777, c.mr.stag}, {c.mr.addr, 0, c.mr.stag},
+             {c.mr.addr + 800777, 12000, c.mr.stag}},
+            s.mr.addr + wsink, s.mr.stag);
+  wc = c.Wc();
+  ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(wc.opcode, IWARP_WC_RDMA_READ);
+  EXPECT_EQ(std::memcmp(c.mem + 800000, data.data(), 12777), 0);
+  EXPECT_EQ(c.mem[800000 + 12777], 0x5A);
+  const WireEngineStats wa = a_->worker.engine()->stats();
+  EXPECT_EQ(wa.bad_sqes, 0u);
+  EXPECT_EQ(b_->worker.engine()->stats().bad_rqes, 0u);
 }
 
 // Loopback and wire QPs must not share a CQ (one producer per ring).

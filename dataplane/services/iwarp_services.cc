@@ -385,9 +385,8 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
   void PostBuffer(Slot& s, uint32_t k) {
     engine::RecvWr wr;
     wr.wr_id = k;
-    wr.local.stag = s.recv_stag;
-    wr.local.to = kRecvBaseTo + uint64_t{k} * iw_.recv_buffer_bytes;
-    wr.local.length = iw_.recv_buffer_bytes;
+    wr.local = engine::LocalSge{s.recv_stag, kRecvBaseTo + uint64_t{k} * iw_.recv_buffer_bytes,
+                                iw_.recv_buffer_bytes};
     if (s.qp->PostRecv(wr) != PostStatus::kOk) ++finished_.echo_post_failed;
   }
 
@@ -429,9 +428,8 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
       engine::SendWr wr;
       wr.wr_id = k;
       wr.opcode = WrOpcode::kSend;
-      wr.local.stag = s.recv_stag;
-      wr.local.to = kRecvBaseTo + uint64_t{k} * iw_.recv_buffer_bytes;
-      wr.local.length = c.byte_len;
+      wr.local = engine::LocalSge{s.recv_stag, kRecvBaseTo + uint64_t{k} * iw_.recv_buffer_bytes,
+                                  c.byte_len};
       counters_.bytes_in += c.byte_len;
       if (s.qp->PostSend(wr) != PostStatus::kOk) {
         ++finished_.echo_post_failed;
@@ -804,9 +802,7 @@ class Client final : public IwarpService, private engine::QpObserver {
     engine::SendWr wr;
     wr.wr_id = (uint64_t{s} << 8) | kind;
     wr.opcode = op;
-    wr.local.stag = stag;
-    wr.local.to = to;
-    wr.local.length = cfg_.message_bytes;
+    wr.local = engine::LocalSge{stag, to, cfg_.message_bytes};
     wr.remote_stag = remote_.stag;
     wr.remote_to = remote_.to + SlotTo(s);
     return wr;
@@ -899,9 +895,7 @@ class Client final : public IwarpService, private engine::QpObserver {
           sl.pending = 2;
           engine::RecvWr r;
           r.wr_id = (uint64_t{s} << 8) | kRecv;
-          r.local.stag = dst_stag_;
-          r.local.to = kDstBaseTo + SlotTo(s);
-          r.local.length = cfg_.message_bytes;
+          r.local = engine::LocalSge{dst_stag_, kDstBaseTo + SlotTo(s), cfg_.message_bytes};
           if (qp_->PostRecv(r) != PostStatus::kOk) {
             ++finished_.completion_errors;
             End(false);
