@@ -602,10 +602,14 @@ void Worker::Flush(TxBuffer& tx) {
     const uint16_t left = static_cast<uint16_t>(tx.count - sent);
     std::memmove(tx.pkts.data(), tx.pkts.data() + sent, left * sizeof(rte_mbuf*));
     tx.count = left;
-    stats_->tx_held.Add(left);
+    // Each frame is counted once, when the device first refuses it.
+    const uint16_t counted = tx.held > sent ? static_cast<uint16_t>(tx.held - sent) : 0;
+    stats_->tx_held.Add(left - counted);
+    tx.held = left;
     return;
   }
   tx.count = 0;
+  tx.held = 0;
 }
 
 void Worker::FlushAll() {
@@ -624,6 +628,7 @@ void Worker::DropHeldTx() {
     stats_->Drop(DropReason::kTxRingFull, tx.count);
     rte_pktmbuf_free_bulk(tx.pkts.data(), tx.count);
     tx.count = 0;
+    tx.held = 0;
   }
 }
 

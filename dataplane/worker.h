@@ -180,6 +180,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
     uint16_t port_id = 0;
     uint16_t queue_id = 0;
     uint16_t count = 0;
+    uint16_t held = 0;  // frames at the front already refused once (counted in tx_held)
     std::array<rte_mbuf*, kMaxBurst> pkts{};
   };
   // ARP knowledge passed between workers (ring element; size multiple of 4).

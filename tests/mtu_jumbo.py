@@ -188,8 +188,9 @@ def vhost_vdev(sock):
 def virtio_user_vdev(sock):
     # queue_size 1024 (default 256): net_vhost's transmit copies into the
     # virtio side's receive ring and has no queue of its own, so with 256
-    # descriptors a burst while the receiving worker is descheduled ends as
-    # tx_ring_full drops on the vhost daemon and TCP retransmissions.
+    # descriptors a burst while the receiving worker is descheduled fills the
+    # ring: the vhost daemon's worker holds the frames (tx_held) and stalls,
+    # and drops them (tx_ring_full) once its own hold buffer is full too.
     return "net_virtio_user0,path=%s,queues=1,queue_size=1024" % sock
 
 

@@ -49,7 +49,7 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(steered_in, "steered_in")                     \
   X(neighbor_updates_lost, "neighbor_updates_lost") \
   /* TX: frames a tx_burst did not take, kept for the next try (not lost; */ \
-  /* counted at every try, so a frame held through n bursts counts n) */    \
+  /* each frame counted once, however many bursts it waits) */             \
   X(tx_held, "tx_held")                           \
   /* SCTP iwarp_client teardown failures (worker 0; logged by the daemon) */ \
   X(sctp_session_end_timeouts, "sctp_session_end_timeouts") \
