@@ -14,7 +14,10 @@
 // sleeps (kByteWaitNapMinNs doubling to kByteWaitNapMaxNs): a nap blocks, so
 // whatever shares the core runs at once, and the timer's wake-up preempts it
 // when the nap ends. Call LowerTimerSlack() once at start-up, or a nap lasts
-// the default 50 us timer slack.
+// the default 50 us timer slack. A nap still costs 9-15 us on a VM, so
+// write_lat first waits on the CQ for its own Write's completion (as
+// perftest does), which comes with the ACK the peer's Write carries: by then
+// the byte is usually there, and WaitForByte rarely naps.
 #ifndef IWARPD_TOOLS_PERF_BYTE_WAIT_H_
 #define IWARPD_TOOLS_PERF_BYTE_WAIT_H_
 

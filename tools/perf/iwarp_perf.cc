@@ -715,9 +715,14 @@ int RunClient(const Options& o) {
         const uint64_t l0 = NowNs();
         src[size - 1] = Tag(i);
         PostSend(&side, i, IWARP_WR_RDMA_WRITE, side.mr.addr, size, w.addr, w.stag);
+        // As perftest: our Write's completion first, then the peer's byte.
+        // The completion comes with the TCP ACK, which the peer's Write
+        // usually carries, so this wait sleeps on the CQ until the pong
+        // arrives instead of napping beside a busy-polling worker (which
+        // cost ~35 us per round trip: RTT minimum 57 us against 21 us).
+        WaitWc(side.scq, "write_lat ping");
         WaitByte(dst + size - 1, Tag(i));
         row.usec.push_back(double(NowNs() - l0) / 2000.0);
-        WaitWc(side.scq, "write_lat ping");
       }
     }
     CtrlMsg em{};
