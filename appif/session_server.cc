@@ -993,6 +993,7 @@ int SessionServer::DoReject(Session* s, const Message& req, size_t len, Message*
     o.sq_depth = 1;
     o.rq_depth = 1;
     o.cq_depth = 2;
+    o.max_send_sge = 1;  // sends only the MPA Reply
     auto eqp = engine::Qp::Create(o, options_.wire_engine->stack(),
                                   options_.wire_engine->memory(), *ctx);
     if (!eqp.ok()) return ENOMEM;
@@ -1334,6 +1335,7 @@ int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa,
   o.sq_depth = layout.sq_depth;
   o.rq_depth = layout.rq_depth;
   o.cq_depth = layout.sq_depth + layout.rq_depth;
+  o.gather_staging = e->gather_staging();  // the engine runs all its QPs on one thread
   if (transport == Transport::kSctp) {
     // The worker creates the engine QP on a DDP stream (wire_engine.h).
     ctx->sctp = true;

@@ -366,6 +366,7 @@ absl::StatusOr<std::unique_ptr<WireEngine>> WireEngine::Create(const WireEngineO
   e->listeners_ = std::make_unique<Listener[]>(options.max_listeners);
   for (uint32_t i = 0; i < options.max_listeners; ++i) e->listeners_[i].eng = e.get();
   e->pending_ = std::make_unique<Pending[]>(options.max_pending);
+  e->gather_staging_ = std::make_unique<uint8_t[]>(engine::kGatherStagingSize);
   if (options.sctp != nullptr) {
     if (absl::Status st = e->CreateSctp(); !st.ok()) return st;
   }

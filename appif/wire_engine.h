@@ -298,6 +298,11 @@ class WireEngine final : private engine::MemoryDomain {
 
   // engine::MemoryDomain for the engines of this worker.
   engine::MemoryDomain& memory() { return *this; }
+  // SGE gather staging shared by every engine QP this engine runs
+  // (engine::QpOptions::gather_staging): one buffer instead of one per QP.
+  MutableByteSpan gather_staging() {
+    return MutableByteSpan(gather_staging_.get(), engine::kGatherStagingSize);
+  }
 
   struct Listener;
   struct Pending;
@@ -366,6 +371,7 @@ class WireEngine final : private engine::MemoryDomain {
   std::vector<WireQpContext*> active_;  // capacity max_qps, reserved
   std::unique_ptr<Listener[]> listeners_;
   std::unique_ptr<Pending[]> pending_;
+  std::unique_ptr<uint8_t[]> gather_staging_;  // engine::kGatherStagingSize bytes
   std::unique_ptr<SctpState, SctpStateDeleter> sctp_;
   std::vector<WireCq*> touched_;  // capacity reserved
   uint64_t now_us_ = 0;

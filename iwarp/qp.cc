@@ -12,10 +12,7 @@ namespace {
 constexpr size_t kTxScratchSize =
     mpa::FpduSizeWithoutMarkers(mpa::kMaxUlpduLength) +
     mpa::kMarkerSize * (mpa::kMaxUlpduLength / mpa::kMarkerInterval + 3);
-// Staging for one DDP segment payload that straddles SGEs of a multi-SGE
-// Send or Write (the largest payload MPA carries; multi-SGE messages over an
-// LLP with a larger MULPDU are segmented to this).
-constexpr size_t kGatherSize = mpa::kMaxUlpduLength;
+constexpr size_t kGatherSize = kGatherStagingSize;
 constexpr size_t kHandshakeBufSize = mpa::kStartupHeaderSize + mpa::kMaxPrivateDataLength;
 // RFC 6581: RTR frames carry a non-zero STag (siw uses 1; cxgb4 rejects 0).
 constexpr uint32_t kRtrStag = 1;
@@ -176,7 +173,8 @@ struct Qp::Impl final : public mpa::UlpduSink {
   uint32_t cur_src_n = 0;
   uint32_t src_i = 0;
   uint64_t src_base = 0;
-  std::unique_ptr<uint8_t[]> gather;  // kGatherSize bytes
+  std::unique_ptr<uint8_t[]> own_gather;  // when QpOptions gives no staging
+  uint8_t* gather = nullptr;               // kGatherSize bytes (max_send_sge > 1)
   uint32_t cur_sq = 0;
   uint8_t small_payload[rdmap::kMaxTerminateSize] = {};
   uint8_t term_buf[rdmap::kMaxTerminateSize] = {};
@@ -347,12 +345,12 @@ struct Qp::Impl final : public mpa::UlpduSink {
     uint64_t at = in;
     while (done < len && i < cur_src_n) {
       const size_t n = std::min<size_t>(len - done, cur_src[i].size() - at);
-      std::memcpy(gather.get() + done, cur_src[i].data() + at, n);
+      std::memcpy(gather + done, cur_src[i].data() + at, n);
       done += n;
       at = 0;
       ++i;
     }
-    return ByteSpan(gather.get(), done);
+    return ByteSpan(gather, done);
   }
 
   // RFC 5041 5.3: untagged placement of `payload` at message offset `offset`
@@ -1234,6 +1232,12 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpS
   if (options.sq_depth == 0 || options.rq_depth == 0 || options.cq_depth == 0) {
     return absl::InvalidArgumentError("sq_depth, rq_depth and cq_depth must be positive");
   }
+  if (options.max_send_sge == 0 || options.max_send_sge > kMaxSge) {
+    return absl::InvalidArgumentError("max_send_sge must be 1 to 4");
+  }
+  if (!options.gather_staging.empty() && options.gather_staging.size() < kGatherStagingSize) {
+    return absl::InvalidArgumentError("gather_staging smaller than kGatherStagingSize");
+  }
   std::unique_ptr<Qp> qp(new Qp(options, stack, llp, memory, observer));
   auto impl = std::make_unique<Impl>(*qp);
   impl->sq = std::make_unique<Impl::SqEntry[]>(options.sq_depth);
@@ -1244,7 +1248,14 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpS
   impl->oreads_cap = static_cast<uint32_t>(m.ord) + 1;  // + the Read RTR
   impl->oreads = std::make_unique<Impl::OutRead[]>(impl->oreads_cap);
   impl->scratch = std::make_unique<uint8_t[]>(kTxScratchSize);
-  impl->gather = std::make_unique<uint8_t[]>(kGatherSize);
+  if (options.max_send_sge > 1) {
+    if (!options.gather_staging.empty()) {
+      impl->gather = options.gather_staging.data();
+    } else {
+      impl->own_gather = std::make_unique<uint8_t[]>(kGatherSize);
+      impl->gather = impl->own_gather.get();
+    }
+  }
   impl->SetTx();
   qp->impl_ = std::move(impl);
   return qp;
@@ -1291,7 +1302,7 @@ PostStatus Qp::PostSend(const SendWr& wr) {
       state_ == QpState::kTerminating || state_ == QpState::kError) {
     return PostStatus::kNotConnected;
   }
-  if (wr.local.num_sge > kMaxSge) return PostStatus::kInvalidWr;
+  if (wr.local.num_sge > options_.max_send_sge) return PostStatus::kInvalidWr;
   // RFC 5040 4.4: one sink STag and TO per Read Request. Non-empty sink SGEs
   // are merged when they are one contiguous range of one STag; anything else
   // is refused. A zero-length Read names its first SGE's STag.

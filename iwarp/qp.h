@@ -49,8 +49,9 @@
 // the last segment). Both deliver whole DDP segments to the same receive
 // path.
 //
-// Allocation: Create() allocates every queue, the transmit scratch and the
-// SGE gather buffer (mpa::kMaxUlpduLength bytes); the FPDU receive decoder's
+// Allocation: Create() allocates every queue, the transmit scratch and,
+// unless QpOptions gives shared staging or max_send_sge is 1, the SGE gather
+// buffer (kGatherStagingSize bytes); the FPDU receive decoder's
 // reassembly buffer is allocated when Full Operation starts (connection
 // setup, control path). After that nothing allocates.
 #ifndef IWARPD_IWARP_QP_H_
@@ -239,6 +240,11 @@ struct MpaParams {
   uint64_t rtr_timeout_us = 10'000'000;      // responder waits for the RTR
 };
 
+// Staging for one DDP segment payload that straddles SGEs of a multi-SGE
+// Send or Write (the largest payload MPA carries; multi-SGE messages over an
+// LLP with a larger MULPDU are segmented to this).
+inline constexpr size_t kGatherStagingSize = mpa::kMaxUlpduLength;
+
 struct QpOptions {
   MpaParams mpa;
   uint32_t pd = 0;
@@ -246,6 +252,15 @@ struct QpOptions {
   uint32_t sq_depth = 128;  // send work requests outstanding at most
   uint32_t rq_depth = 128;  // posted receives at most
   uint32_t cq_depth = 512;  // completions not yet polled at most
+  // Most SGEs a Send/Write/Read may carry, 1..kMaxSge (verbs' max_send_sge);
+  // a work request with more is refused (kInvalidWr). Above 1, a segment
+  // that straddles SGEs is gathered into staging of kGatherStagingSize
+  // bytes: `gather_staging` when given, else a buffer Create() allocates.
+  uint32_t max_send_sge = kMaxSge;
+  // Staging the QPs of one thread may share: it holds a gathered segment
+  // only while that segment is encoded (copied into the LLP), never across
+  // calls. At least kGatherStagingSize bytes; must outlive the QPs.
+  MutableByteSpan gather_staging;
 };
 
 enum class QpState : uint8_t {

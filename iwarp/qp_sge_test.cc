@@ -29,9 +29,10 @@ SgeList List(std::initializer_list<LocalSge> l) {
 // One Send of `src` (laid out over `sge_lens` SGEs in two source regions, or
 // one SGE when sge_lens has one entry) into a single receive buffer; returns
 // the FPDU sizes on the wire and checks the bytes placed.
-std::vector<size_t> SendOver(const std::vector<uint32_t>& sge_lens, WrOpcode op) {
+std::vector<size_t> SendOver(const std::vector<uint32_t>& sge_lens, WrOpcode op,
+                             const QpOptions& oa = {}) {
   std::vector<size_t> sizes;  // TCP payload sizes a emits in Full Operation
-  Pair p(QpOptions{}, QpOptions{});
+  Pair p(oa, QpOptions{});
   EXPECT_TRUE(p.Establish());
   p.a.port->mutate = [&](std::vector<uint8_t>& b, size_t hl) {
     if (b.size() > hl && p.a.qp->state() == QpState::kRts) sizes.push_back(b.size() - hl);
@@ -102,6 +103,94 @@ TEST(QpSge, GatherSendAndWriteKeepFullSegments) {
       EXPECT_EQ(many, one) << "op " << int(op) << " first SGE " << layout[0];
     }
   }
+}
+
+// Gather staging given by the caller (one buffer for all the QPs a thread
+// runs) gives the same segments and bytes as the QP's own buffer.
+TEST(QpSge, CallerStagingGathersTheSame) {
+  std::vector<uint8_t> staging(kGatherStagingSize, 0xEE);
+  QpOptions o;
+  o.gather_staging = MutableByteSpan(staging.data(), staging.size());
+  for (WrOpcode op : {WrOpcode::kSend, WrOpcode::kRdmaWrite}) {
+    EXPECT_EQ(SendOver({1000, 0, 3333, 2000}, op, o), SendOver({6333}, op));
+  }
+}
+
+// Two QPs of one thread share one staging buffer while both send gathered
+// messages, their segments interleaved: each peer gets its own bytes.
+TEST(QpSge, SharedStagingAcrossInterleavedQps) {
+  std::vector<uint8_t> staging(kGatherStagingSize);
+  QpOptions o;
+  o.gather_staging = MutableByteSpan(staging.data(), staging.size());
+  constexpr uint32_t kHalf = 20'001;  // every segment but a few straddles nothing
+  Pair p1(o, QpOptions{});
+  Pair p2(o, QpOptions{});
+  ASSERT_TRUE(p1.Establish());
+  ASSERT_TRUE(p2.Establish());
+  std::vector<uint8_t> want[2];
+  uint32_t sinks[2];
+  Pair* pairs[2] = {&p1, &p2};
+  for (int k = 0; k < 2; ++k) {
+    Pair& p = *pairs[k];
+    want[k] = Pattern(2 * kHalf, 11 + k);
+    // Three SGEs with the middle one 3 bytes long: segments straddle both
+    // boundaries, so both QPs gather.
+    const uint32_t r = p.a.mem.Register(2 * kHalf + 64, 0);
+    std::memcpy(p.a.mem.Bytes(r).data(), want[k].data(), kHalf);
+    std::memcpy(p.a.mem.Bytes(r).data() + kHalf + 16, want[k].data() + kHalf, 3);
+    std::memcpy(p.a.mem.Bytes(r).data() + kHalf + 32, want[k].data() + kHalf + 3, kHalf - 3);
+    const SgeList l = List({LocalSge{r, kBase, kHalf}, LocalSge{r, kBase + kHalf + 16, 3},
+                            LocalSge{r, kBase + kHalf + 32, kHalf - 3}});
+    sinks[k] = p.b.mem.Register(2 * kHalf, ddp::kAccessLocalWrite);
+    ASSERT_EQ(p.b.qp->PostRecv(RecvWr{5, LocalSge{sinks[k], kBase, 2 * kHalf}}), PostStatus::kOk);
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, l}), PostStatus::kOk);
+  }
+  // Small slices of each link in turn, so the two QPs' segments interleave.
+  int rounds = 0;
+  for (; rounds < 2000 && (p1.b.cqes.empty() || p2.b.cqes.empty()); ++rounds) {
+    p1.RunUntil([&] { return !p1.b.cqes.empty(); }, 5);
+    p2.RunUntil([&] { return !p2.b.cqes.empty(); }, 5);
+  }
+  EXPECT_GT(rounds, 3) << "the two messages did not interleave";
+  for (int k = 0; k < 2; ++k) {
+    Pair& p = *pairs[k];
+    ASSERT_EQ(p.b.cqes.size(), 1u) << "pair " << k;
+    EXPECT_EQ(p.b.cqes[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(p.b.cqes[0].byte_len, 2 * kHalf);
+    EXPECT_EQ(std::memcmp(p.b.mem.Bytes(sinks[k]).data(), want[k].data(), 2 * kHalf), 0)
+        << "pair " << k << " placed bytes differ";
+  }
+}
+
+// max_send_sge (verbs' cap): more SGEs than it are refused at post, fewer
+// are fine; Create() checks the cap and the staging size.
+TEST(QpSge, MaxSendSgeCapsWorkRequests) {
+  QpOptions o;
+  o.max_send_sge = 1;
+  Pair p(o, QpOptions{});
+  ASSERT_TRUE(p.Establish());
+  const uint32_t r = p.a.mem.Register(4096, 0);
+  const uint32_t sink = p.b.mem.Register(4096, ddp::kAccessLocalWrite | ddp::kAccessRemoteWrite);
+  EXPECT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaWrite,
+                                    List({LocalSge{r, kBase, 100}, LocalSge{r, kBase + 200, 100}}),
+                                    sink, kBase}),
+            PostStatus::kInvalidWr);
+  EXPECT_EQ(p.a.qp->PostSend(SendWr{2, WrOpcode::kRdmaWrite, LocalSge{r, kBase, 100}, sink, kBase}),
+            PostStatus::kOk);
+  EXPECT_TRUE(p.RunUntil([&] { return !p.a.cqes.empty(); }, 5'000'000));
+  ASSERT_EQ(p.a.cqes.size(), 1u);
+  EXPECT_EQ(p.a.cqes[0].wr_id, 2u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+
+  for (uint32_t bad : {0u, kMaxSge + 1}) {
+    QpOptions b;
+    b.max_send_sge = bad;
+    EXPECT_FALSE(Qp::Create(b, *p.a.stack, p.a.mem, p.a.obs).ok()) << bad;
+  }
+  std::vector<uint8_t> small(kGatherStagingSize - 1);
+  QpOptions s;
+  s.gather_staging = MutableByteSpan(small.data(), small.size());
+  EXPECT_FALSE(Qp::Create(s, *p.a.stack, p.a.mem, p.a.obs).ok());
 }
 
 // A receive of several SGEs: segments straddling SGE boundaries land in the

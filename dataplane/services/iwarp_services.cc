@@ -1068,6 +1068,7 @@ engine::QpOptions IwarpQpOptions(const config::IwarpConfig& iw, const config::Se
   o.sq_depth = iw.sq_depth;
   o.rq_depth = iw.rq_depth;
   o.cq_depth = iw.cq_depth;
+  o.max_send_sge = 1;  // the services post one buffer per work request: no gather staging
   return o;
 }
 
