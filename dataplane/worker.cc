@@ -310,6 +310,16 @@ absl::Status Worker::InitTcp() {
     // RDMA over SCTP for applications: worker 0's endpoint (nullptr unless
     // sctp.enabled); created before the engine and destroyed after it.
     wo.sctp = sctp_.get();
+    // Receive steering of application ports to this worker (app_ports.h);
+    // the built-in services' listening ports are theirs on every worker.
+    app_ports_owned_ = std::make_unique<appif::AppPortTable>();
+    for (const config::ServiceConfig& sc : cfg_.services) {
+      const bool listens = sc.type == config::ServiceType::kEcho ||
+                           sc.type == config::ServiceType::kSink ||
+                           sc.type == config::ServiceType::kIwarpResponder;
+      if (listens && sc.transport == config::IwarpTransport::kTcp) app_ports_owned_->Reserve(sc.port);
+    }
+    wo.app_ports = app_ports_owned_.get();
     absl::StatusOr<std::unique_ptr<appif::WireEngine>> w = appif::WireEngine::Create(wo, *tcp_);
     if (!w.ok()) {
       return absl::InvalidArgumentError(
@@ -509,6 +519,8 @@ void Worker::SetPeers(std::span<Worker* const> peers) {
     peer_steer_rings_.push_back(w->steer_ring_);
     peer_neighbor_rings_.push_back(w == this ? nullptr : w->neighbor_ring_);
   }
+  // Worker 0's application ports, read on every worker's RX path (HandlePacket).
+  app_ports_ = peers.size() > 1 ? peers[0]->app_ports_owned_.get() : nullptr;
 }
 
 void Worker::SendFrame(uint16_t port, ByteSpan frame) {
@@ -640,18 +652,25 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
   }
   MutableByteSpan frame(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m));
   // Software steering (see flow_hash.h): a TCP/UDP flow is handled by the
-  // worker its hash names, whichever queue the device put it on.
-  if (!steered && m->port < kMaxPorts && soft_steer_[m->port]) {
+  // worker its hash names, whichever queue the device put it on. Frames to
+  // a port an application QP or listener holds go to worker 0 whatever the
+  // steering (software or RSS) and whichever worker received them.
+  const bool soft = !steered && m->port < kMaxPorts && soft_steer_[m->port];
+  if (soft || (app_ports_ != nullptr && index_ != 0)) {
     FlowKey key;
     if (ExtractFlowKey(frame, &key)) {
+      const bool app = app_ports_ != nullptr && app_ports_->Held(key.dst_port);
       const uint32_t owner =
-          OwnerOfHash(FlowHash(key), static_cast<uint32_t>(peer_steer_rings_.size()));
+          app ? 0
+              : (soft ? OwnerOfHash(FlowHash(key), static_cast<uint32_t>(peer_steer_rings_.size()))
+                      : index_);
       if (owner != index_) {
         if (rte_ring_mp_enqueue(peer_steer_rings_[owner], m) != 0) {
           stats_->Drop(DropReason::kSteerRingFull);
           rte_pktmbuf_free(m);
         } else {
           stats_->steered_out.Add();
+          if (app) stats_->steered_app.Add();
         }
         return;
       }

@@ -144,6 +144,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // worker's lcore (from inside its loop); it is polled and drained every
   // loop iteration, and SCTP packets other workers receive are steered here.
   sctp::SctpEndpoint* sctp_endpoint() { return sctp_.get(); }
+  // The local TCP ports application QPs and listeners hold (appif/app_ports.h):
+  // worker 0 only, next to its wire engine (which is its only writer);
+  // nullptr otherwise. With several workers every worker reads it on RX and
+  // hands frames to a held port to worker 0.
+  appif::AppPortTable* app_ports() { return app_ports_owned_.get(); }
 
   const L3Stack& stack() const { return stack_; }
   // Frames the impairment stages of this worker hold (delay, reorder).
@@ -279,6 +284,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // services: destroyed after every association and listener they hold.
   std::unique_ptr<sctp::SctpEndpoint> sctp_;
   std::unique_ptr<SctpServiceHost> sctp_services_;
+  // Declared before wire_: destroyed after the engine that writes it. Read
+  // by the other workers through app_ports_ (set in SetPeers; nullptr with
+  // one worker or no wire engine).
+  std::unique_ptr<appif::AppPortTable> app_ports_owned_;
+  const appif::AppPortTable* app_ports_ = nullptr;
   // Declared before tcp_: destroyed after the stack, which may still hold
   // its listeners and connection proxies.
   std::unique_ptr<appif::WireEngine> wire_;
