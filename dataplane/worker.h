@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "appif/wire_engine.h"
 #include "config/config.h"
+#include "dataplane/l3/flow_hash.h"
 #include "dataplane/l3/stack.h"
 #include "dataplane/impair/impairment.h"
 #include "dataplane/services/iwarp_services.h"
@@ -244,7 +245,13 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // (application QPs count as activity: no idle sleep while they move data).
   uint32_t PollTcp(uint64_t now_ms);
   void FillTcpSnapshot();
+  // TcpStack port filter of worker 0's active opens: true if the peer's
+  // replies to `tuple` reach this worker on every port - by the device's
+  // RSS (its key and redirection table as read back at start-up, queue q
+  // polled by worker q % workers) or by software steering (flow_hash.h).
   static bool PortOwnedHere(void* worker, const tcp::FourTuple& tuple);
+  // Start-up: reads back the RSS key and redirection table of an RSS port.
+  void ReadRss(const PortRuntime& p);
 
   const uint32_t index_;
   const uint32_t lcore_;
@@ -258,6 +265,17 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   std::array<int16_t, kMaxPorts> tx_index_;        // port id -> tx_ slot, -1 if none
   std::array<rte_mempool*, kMaxPorts> pool_{};     // port id -> mempool
   std::array<bool, kMaxPorts> soft_steer_{};       // port id -> software steering
+  // Ports whose device hashes flows to queues (Steering::kRss), as the
+  // device does it: the low bits of the Toeplitz hash under `key` index
+  // `reta` (entry -> RX queue).
+  struct RssPort {
+    std::vector<uint8_t> key;
+    std::vector<uint16_t> reta;
+  };
+  std::vector<RssPort> rss_ports_;
+  // Some port is steered in software, or an RSS port's key or table could
+  // not be read back (then flow_hash.h's rule is all we know).
+  bool soft_rule_ = false;
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;

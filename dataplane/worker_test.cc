@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -487,6 +488,61 @@ TEST_F(WorkerAppRssTest, FramesOnWorkerOnesQueueReachWorkerZero) {
   EXPECT_EQ(workers_[1]->tcp_stack()->connection_count(), 1u);
   workers_[0]->PollOnce(now);
   EXPECT_EQ(workers_[0]->tcp_stack()->connection_count(), 4u);
+}
+
+// Worker 0's active opens pick local ports whose replies the device itself
+// puts on one of worker 0's queues. With three RX queues for two workers
+// (worker 0 polls queues 0 and 2), flow_hash.h's rule (hash % 128 % workers)
+// is wrong for a third of the ports; the device's own table decides.
+class WorkerRssThreeQueuesTest : public WorkerAppTest {
+ protected:
+  void SetUp() override {
+    rx_queues_ = 3;
+    WorkerAppTest::SetUp();
+  }
+  // The worker whose queue the device puts the peer's segment on.
+  uint32_t DeviceOwner(const FlowKey& k) {
+    const uint16_t port = ports_[0].port_id;
+    rte_eth_dev_info info;
+    EXPECT_EQ(rte_eth_dev_info_get(port, &info), 0);
+    std::array<uint8_t, kRssKeyLen> key{};
+    rte_eth_rss_conf conf{};
+    conf.rss_key = key.data();
+    conf.rss_key_len = kRssKeyLen;
+    EXPECT_EQ(rte_eth_dev_rss_hash_conf_get(port, &conf), 0);
+    std::vector<rte_eth_rss_reta_entry64> reta(info.reta_size / RTE_ETH_RETA_GROUP_SIZE);
+    for (auto& g : reta) g.mask = ~uint64_t{0};
+    EXPECT_EQ(rte_eth_dev_rss_reta_query(port, reta.data(), info.reta_size), 0);
+    const uint32_t e = FlowHash(k, key) % info.reta_size;
+    return reta[e / RTE_ETH_RETA_GROUP_SIZE].reta[e % RTE_ETH_RETA_GROUP_SIZE] % 2;
+  }
+};
+
+TEST_F(WorkerRssThreeQueuesTest, ActiveOpensPickPortsTheDeviceSteersToWorkerZero) {
+  ASSERT_EQ(ports_[0].steering, Steering::kRss);
+  // The old rule and the device disagree on some ports (else this proves
+  // nothing).
+  uint32_t disagree = 0;
+  for (uint16_t lport = 40000; lport < 40300; ++lport) {
+    const FlowKey k{kPeerIp, kOurIp, 80, lport};
+    disagree += (OwnerOfHash(FlowHash(k), 2) == 0) != (DeviceOwner(k) == 0);
+  }
+  ASSERT_GT(disagree, 30u);
+  LearnPeer();
+  struct User final : tcp::TcpUser {
+    size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override { return d.size(); }
+  } user;
+  tcp::TcpStack& tcp = *workers_[0]->tcp_stack();
+  const uint64_t now_us = workers_[0]->NowUs();
+  for (int i = 0; i < 16; ++i) {
+    absl::StatusOr<tcp::ConnId> c = tcp.Connect(kOurIp, kPeerIp, 80, user, 0, now_us);
+    ASSERT_TRUE(c.ok()) << c.status();
+    tcp::TcpConnInfo info;
+    ASSERT_TRUE(tcp.GetConnection(*c, &info));
+    EXPECT_EQ(DeviceOwner({kPeerIp, kOurIp, 80, info.tuple.local_port}), 0u)
+        << "local port " << info.tuple.local_port;
+  }
+  workers_[0]->PollOnce(workers_[0]->NowMs());  // the SYNs leave
 }
 
 // The impairment stages wired into the RX and TX paths of a real worker.
