@@ -22,7 +22,10 @@ message of its own, which the server echoes; the client checks every byte.
 The test then checks that every connection was accepted by A's wire engine,
 that A's worker 1 handed frames to worker 0 (steered_app > 0) and answered
 no RST, that no steering ring overflowed, and that A holds no port once the
-connections and the listener are gone. A second case checks that an
+connections and the listener are gone. Then the roles swap: an application
+on A connects N times to a listener on B (active opens from A's worker 0,
+replies fanned out over A's two queues) with the same checks. A first case
+checks that an
 application cannot listen on the port of a built-in service (iwarp_responder
 on A): the listen fails with EADDRINUSE and says so.
 
@@ -149,7 +152,8 @@ def main():
         except subprocess.TimeoutExpired:
             srv.kill()
             out, _ = srv.communicate()
-        sys.stdout.write(out)
+        log("app_fanout listening on port %d said (a refusal is expected): %s" %
+            (RESPONDER_PORT, out.strip()))
         check(srv.returncode == 1 and "FAIL: listen" in out and
               "used by a built-in service" in out,
               "a listen on the iwarp_responder's port %d is refused with a clear error:\n%s" %
@@ -210,6 +214,42 @@ def main():
             time.sleep(0.2)
         check(a.ctl_json("app")["wire_tcp_port_holds"] == 0,
               "daemon A holds no port once the application is gone")
+
+        # The other way round: A's application connects (active opens from
+        # worker 0, each holding its ephemeral port) to a listener on B; the
+        # kernel again hands part of the replies to A's worker 1.
+        log("%d application connections from A (two workers) to an application listener "
+            "on B" % CONNECTIONS)
+        before = a.lcore_stats()
+        srv = fanout(args, b, "server", PORT, CONNECTIONS)
+        try:
+            wait_line(srv, "READY", 15)
+            cli = fanout(args, a, "client", iwd.B_IP, PORT, CONNECTIONS, MESSAGE)
+            out = finish(cli, "app_fanout client on A", 90)
+            check("CLIENT_OK %d connections" % CONNECTIONS in out, "client on A verified every echo")
+            out = finish(srv, "app_fanout server on B", 30)
+            check("SERVER_OK %d connections" % CONNECTIONS in out, "server on B served every one")
+        finally:
+            if srv.poll() is None:
+                srv.kill()
+                srv.communicate()
+        after = a.lcore_stats()
+        delta = [{k: after[w][k] - before[w].get(k, 0) for k in after[w]
+                  if isinstance(after[w][k], int)} for w in range(2)]
+        log("daemon A worker counters during the run: %s" %
+            [{k: d[k] for k in ("rx_packets", "steered_out", "steered_app", "steered_in")}
+             for d in delta])
+        check(delta[1]["rx_packets"] > 0 and delta[1]["steered_out"] == delta[1]["rx_packets"],
+              "everything A's worker 1 received went to worker 0")
+        tcp = a.ctl_json("tcp")
+        check(tcp["lcore_2"]["segments_in"] == 0 and tcp["lcore_2"]["rsts_out"] == 0,
+              "A's worker 1 TCP stack still saw nothing and sent no RST")
+        deadline = time.time() + 10
+        while a.ctl_json("app")["wire_tcp_port_holds"] != 0 and time.time() < deadline:
+            time.sleep(0.2)
+        check(a.ctl_json("app")["wire_tcp_port_holds"] == 0,
+              "daemon A gave back every ephemeral port once its QPs were destroyed")
+        sys.stdout.write(dpi.run([args.iwarpctl, "--prefix", a.prefix, "app"]).stdout)
         b.stop()
         a.stop()
     except TestFailure as e:
