@@ -3,7 +3,7 @@
 //   loop: neighbour updates from other workers
 //         -> frames other workers steered to us
 //         -> rx burst on each owned RX queue -> [rx impairment] -> (software
-//            steering) -> L3Stack
+//            steering; frames to application ports -> worker 0) -> L3Stack
 //         -> ARP timers -> held impaired frames -> flush the per-port TX
 //            buffers (every frame sent passes the port's [tx impairment])
 //         -> idle back-off
@@ -12,8 +12,10 @@
 // its LcoreStats) belong to its lcore; the only cross-thread entry points are
 // its two rings, filled by the other workers: steer_ring (mbufs whose flow it
 // owns, multi-producer/single-consumer) and neighbor_ring (ARP entries the
-// others learned). The fast path does not allocate, lock, log or throw; with
-// workers.idle_sleep_us > 0 an idle worker sleeps (a syscall) between polls.
+// others learned). It also reads, never writes, worker 0's AppPortTable
+// (appif/app_ports.h; relaxed atomics). The fast path does not allocate,
+// lock, log or throw; with workers.idle_sleep_us > 0 an idle worker sleeps
+// (a syscall) between polls.
 #ifndef IWARPD_DATAPLANE_WORKER_H_
 #define IWARPD_DATAPLANE_WORKER_H_
 
