@@ -576,6 +576,15 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
           c.port = lr.port;
           err = WireCall(&c);
           if (err != 0) {
+            const AppPortTable* ports = options_.wire_engine->options().app_ports;
+            if (err == EADDRINUSE && tr == Transport::kTcp && ports != nullptr &&
+                ports->Reserved(lr.port)) {
+              s->last_error = absl::StrFormat(
+                  "TCP port %u is used by a built-in service of the daemon (its services: "
+                  "configuration); pick another port",
+                  lr.port);
+              break;
+            }
             s->last_error = err == EADDRINUSE
                                 ? (tr == Transport::kSctp
                                        ? "port already in use on the data plane's SCTP endpoint"

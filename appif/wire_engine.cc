@@ -90,6 +90,8 @@ struct WireEngine::Counters {
   WIRE_COUNTER(requests)
   WIRE_COUNTER(requests_refused)
   WIRE_COUNTER(connections)
+  WIRE_COUNTER(tcp_port_holds)
+  WIRE_COUNTER(listens_reserved)
 #undef WIRE_COUNTER
 };
 
@@ -173,6 +175,7 @@ struct WireEngine::Pending final : tcp::TcpUser {
   bool detached = false;   // its QP was released: discard everything
   uint32_t request_id = 0;
   uint32_t listener_id = 0;
+  uint16_t held_port = 0;  // the connection's local port, held in the AppPortTable (0: none)
   uint64_t since_us = 0;  // accepted by TCP at (engine clock)
   tcp::ConnId conn;
   WireQpContext* target = nullptr;
@@ -235,16 +238,23 @@ struct WireEngine::Pending final : tcp::TcpUser {
       ev.listener_id = listener_id;
       eng->Emit(ev);
     }
+    // The stack is done with the connection: its port no longer needs
+    // worker 0 (unless a listener or another connection holds it).
+    if (held_port != 0) eng->UnholdPort(held_port);
     *this = Pending{};
     eng = nullptr;
   }
 };
 
-tcp::TcpUser* WireEngine::Listener::OnAccept(tcp::ConnId conn, const tcp::FourTuple&) {
+tcp::TcpUser* WireEngine::Listener::OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) {
   for (uint32_t i = 0; i < eng->options_.max_pending; ++i) {
     Pending& p = eng->pending_[i];
     if (p.used) continue;
+    // The connection keeps its port on worker 0 for as long as the stack
+    // has it, also after the application closes the listener.
+    if (!eng->HoldPort(tuple.local_port)) break;
     p = Pending{};
+    p.held_port = eng->options_.app_ports != nullptr ? tuple.local_port : 0;
     p.eng = eng;
     p.used = true;
     p.conn = conn;
@@ -390,6 +400,8 @@ WireEngineStats WireEngine::stats() const {
   s.requests = r(c.requests);
   s.requests_refused = r(c.requests_refused);
   s.connections = r(c.connections);
+  s.tcp_port_holds = r(c.tcp_port_holds);
+  s.listens_reserved = r(c.listens_reserved);
   if (sctp_ != nullptr) SctpStats(&s);
   return s;
 }
@@ -438,6 +450,19 @@ WireEngine::Pending* WireEngine::FindPending(uint32_t request_id) {
     if (p.used && p.request_id == request_id) return &p;
   }
   return nullptr;
+}
+
+bool WireEngine::HoldPort(uint16_t port) {
+  if (options_.app_ports == nullptr) return true;
+  if (!options_.app_ports->Acquire(port)) return false;
+  Bump(counters_->tcp_port_holds);
+  return true;
+}
+
+void WireEngine::UnholdPort(uint16_t port) {
+  if (options_.app_ports == nullptr || !options_.app_ports->Release(port)) return;
+  counters_->tcp_port_holds.store(counters_->tcp_port_holds.load(std::memory_order_relaxed) - 1,
+                                  std::memory_order_relaxed);
 }
 
 bool WireEngine::Activate(WireQpContext* qp) {
@@ -495,6 +520,13 @@ void WireEngine::Release(WireQpContext* qp) {
       stack_.Abort(e.conn(), now_us_);
     }
   }
+  // Active open: the connection is closed or aborted now (a TIME-WAIT
+  // left on worker 0 answers nothing that reaches another worker: that
+  // worker's RST ends it, as the peer's retransmitted FIN would anyway).
+  if (qp->held_port != 0) {
+    UnholdPort(qp->held_port);
+    qp->held_port = 0;
+  }
 }
 
 bool WireEngine::HandleCommand(const WireCommand& c) {
@@ -540,9 +572,21 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         Ack(c.seq, ENOSPC);
         break;
       }
+      // A built-in service listens on every worker: its port cannot be
+      // steered to worker 0 for an application (app_ports.h).
+      if (options_.app_ports != nullptr && options_.app_ports->Reserved(c.port)) {
+        Bump(counters_->listens_reserved);
+        Ack(c.seq, EADDRINUSE);
+        break;
+      }
       const absl::Status st = stack_.Listen(c.port, *free_slot);
       if (!st.ok()) {
         Ack(c.seq, absl::IsAlreadyExists(st) ? EADDRINUSE : ENOSPC);
+        break;
+      }
+      if (!HoldPort(c.port)) {
+        (void)stack_.Unlisten(c.port);
+        Ack(c.seq, ENOSPC);
         break;
       }
       free_slot->used = true;
@@ -557,6 +601,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         Listener& l = listeners_[i];
         if (!l.used || l.id != c.listener_id) continue;
         (void)stack_.Unlisten(l.port);
+        UnholdPort(l.port);
         l.used = false;
         status = 0;
       }
@@ -582,7 +627,21 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       const absl::Status st = qp->engine->Connect(
           options_.local_ip, c.remote_ip, c.port, ByteSpan(c.private_data, c.private_data_len),
           now_us_);
-      if (!st.ok()) FailCommand(qp, absl::IsInvalidArgument(st) ? EINVAL : EAGAIN);
+      if (!st.ok()) {
+        FailCommand(qp, absl::IsInvalidArgument(st) ? EINVAL : EAGAIN);
+        break;
+      }
+      // The SYN is still in the worker's TX buffer (sent at the end of this
+      // poll): the port is published before any reply can arrive.
+      tcp::TcpConnInfo info;
+      if (qp->held_port == 0 && stack_.GetConnection(qp->engine->conn(), &info) &&
+          options_.app_ports != nullptr) {
+        if (HoldPort(info.tuple.local_port)) {
+          qp->held_port = info.tuple.local_port;
+        } else {
+          qp->engine->Abort(now_us_);  // only with 65535 holds of one port
+        }
+      }
       break;
     }
     case WireCommandType::kAccept:
@@ -891,6 +950,7 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
           stack_.Abort(p.conn, now_us_);
           pending_dirty_ = true;  // its state is looked at again next time
         } else {
+          if (p.held_port != 0) UnholdPort(p.held_port);
           p = Pending{};
         }
       }

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "appif/app_ports.h"
 #include "appif/proto.h"
 #include "appif/shm.h"
 #include "appif/shm_layout.h"
@@ -110,6 +111,7 @@ struct WireQpContext final : engine::QpObserver {
   bool accept = true;  // decision returned to the engine (passive side)
   uint32_t reply_pd_len = 0;
   uint8_t reply_pd[kMaxPrivateData] = {};  // SCTP active side: the Initiate's private data
+  uint16_t held_port = 0;  // TCP active open: the local port held in the AppPortTable, 0 = none
   void* sctp_assoc = nullptr;  // SCTP: the worker's association record
   uint16_t sctp_stream = 0;
   // Send work requests in the engine: the engine carries a slot index as its
@@ -214,6 +216,13 @@ struct WireEngineOptions {
   uint32_t max_sctp_associations = 64;  // active and passive, at once
   // An active SCTP open whose association is not up by then fails (ETIMEDOUT).
   uint64_t sctp_connect_timeout_us = 10'000'000;
+  // Receive steering with several workers (appif/app_ports.h): the engine
+  // holds the local TCP port of every application listener and connection
+  // in it while the stack uses that port, and refuses to listen on a port
+  // it marks reserved for a built-in service (EADDRINUSE). nullptr: nothing
+  // is published (one worker). Must outlive the engine; the engine is its
+  // only writer.
+  AppPortTable* app_ports = nullptr;
 };
 
 // Counters; written by the worker, read anywhere (relaxed).
@@ -235,6 +244,8 @@ struct WireEngineStats {
   uint64_t sctp_associations_active = 0;  // association records held now
   uint64_t sctp_associations_refused = 0; // no free association record
   uint64_t sctp_initiates_refused = 0;    // Initiates answered with Reject (no listener/slot, garbage, timeout)
+  uint64_t tcp_port_holds = 0;    // AppPortTable holds now: TCP listeners + connections
+  uint64_t listens_reserved = 0;  // TCP listens refused: the port of a built-in service
 };
 
 // STag lookups for the engines of one worker: a copy of the control
@@ -341,6 +352,10 @@ class WireEngine final : private engine::MemoryDomain {
   // has no room (the entry stays in its ring for the next poll).
   bool PushMalformedCqe(WireQpContext* qp, WireCq* cq, uint64_t wr_id, WcOpcode opcode);
   Pending* FindPending(uint32_t request_id);
+  // One more / one less AppPortTable hold of a local TCP port (counted in
+  // tcp_port_holds). Without a table HoldPort returns true and does nothing.
+  bool HoldPort(uint16_t port);
+  void UnholdPort(uint16_t port);
 
   // RDMA over SCTP (wire_sctp.cc; wire_sctp_none.cc without usrsctp).
   absl::Status CreateSctp();

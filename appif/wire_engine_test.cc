@@ -116,8 +116,10 @@ class WireEngineTest : public ::testing::Test {
     o.event_depth = 64;
     o.pending_timeout_us = 200'000;
     o.local_ip = tcp::testing::kIpA;
+    o.app_ports = &ports_a_;
     ea_ = *WireEngine::Create(o, *sa_);
     o.local_ip = tcp::testing::kIpB;
+    o.app_ports = &ports_b_;
     eb_ = *WireEngine::Create(o, *sb_);
     a_.Init(*ea_, 11, 1, 3);
     b_.Init(*eb_, 22, 2, 5);
@@ -197,6 +199,7 @@ class WireEngineTest : public ::testing::Test {
   tcp::IsnGenerator isn_ = tcp::testing::TestIsn();
   uint64_t now_ = 1'000'000;
   uint32_t seq_ = 0;
+  AppPortTable ports_a_, ports_b_;       // outlive the engines that write them
   std::unique_ptr<WireEngine> ea_, eb_;  // destroyed after the stacks
   std::unique_ptr<tcp::TcpStack> sa_, sb_;
   AppQp a_, b_;
@@ -354,6 +357,60 @@ TEST_F(WireEngineTest, ImpossibleRingIndexIsCountedNotFollowed) {
   EXPECT_EQ(a_.ctx->engine->state(), engine::QpState::kError);
 }
 
+// The local ports application connections and listeners use are held for
+// receive steering (app_ports.h) exactly while the stack uses them: A's
+// active open holds its ephemeral port until the QP is destroyed; B holds
+// the listening port for the listener and again for the accepted
+// connection, until the listener is closed and the TCP connection is gone.
+TEST_F(WireEngineTest, PortsAreHeldWhileTheStackUsesThem) {
+  tcp::TcpConnInfo ia;
+  ASSERT_TRUE(sa_->GetConnection(a_.ctx->engine->conn(), &ia));
+  ASSERT_NE(ia.tuple.local_port, kPort);
+  EXPECT_TRUE(ports_a_.Held(ia.tuple.local_port));
+  EXPECT_EQ(ports_a_.holds(ia.tuple.local_port), 1u);
+  EXPECT_EQ(ports_a_.held_ports(), 1u);
+  EXPECT_EQ(ea_->stats().tcp_port_holds, 1u);
+  EXPECT_EQ(ports_b_.holds(kPort), 2u);
+  EXPECT_EQ(ports_b_.held_ports(), 1u);
+  EXPECT_EQ(eb_->stats().tcp_port_holds, 2u);
+
+  WireCommand unlisten;
+  unlisten.type = WireCommandType::kUnlisten;
+  unlisten.listener_id = 7;
+  EXPECT_EQ(Call(*eb_, unlisten), 0);
+  EXPECT_EQ(ports_b_.holds(kPort), 1u);  // the connection still uses it
+  EXPECT_TRUE(ports_b_.Held(kPort));
+
+  WireCommand d;
+  d.type = WireCommandType::kDestroyQp;
+  d.qp = a_.ctx.get();
+  EXPECT_EQ(Call(*ea_, d), 0);
+  EXPECT_FALSE(ports_a_.Held(ia.tuple.local_port));
+  EXPECT_EQ(ports_a_.held_ports(), 0u);
+  EXPECT_EQ(ea_->stats().tcp_port_holds, 0u);
+  d.qp = b_.ctx.get();
+  EXPECT_EQ(Call(*eb_, d), 0);
+  for (int i = 0; i < 20000 && ports_b_.held_ports() != 0; ++i) Step();
+  EXPECT_FALSE(ports_b_.Held(kPort));
+  EXPECT_EQ(eb_->stats().tcp_port_holds, 0u);
+}
+
+// A listen on a port the table reserves for a built-in service is refused.
+TEST_F(WireEngineTest, ListenOnAReservedPortIsRefused) {
+  // Reserve is start-up only; here the engine is idle between polls.
+  ports_b_.Reserve(9999);
+  WireCommand l;
+  l.type = WireCommandType::kListen;
+  l.listener_id = 8;
+  l.port = 9999;
+  EXPECT_EQ(Call(*eb_, l), EADDRINUSE);
+  EXPECT_EQ(eb_->stats().listens_reserved, 1u);
+  EXPECT_FALSE(ports_b_.Held(9999));
+  l.port = 9998;
+  EXPECT_EQ(Call(*eb_, l), 0);
+  EXPECT_TRUE(ports_b_.Held(9998));
+}
+
 // A peer whose Request nobody answers cannot keep a pending slot: after
 // pending_timeout_us the connection is reset and the request id withdrawn.
 TEST_F(WireEngineTest, UnansweredRequestIsResetAfterTheTimeout) {
@@ -405,6 +462,11 @@ TEST_F(WireEngineTest, UnansweredRequestIsResetAfterTheTimeout) {
   d.type = WireCommandType::kDestroyQp;
   d.qp = c.ctx.get();
   EXPECT_EQ(Call(*ea_, d), 0);
+  // The reset connection gave its port back on both sides: what remains is
+  // the first connection (and B's listener).
+  EXPECT_EQ(ports_a_.held_ports(), 1u);
+  EXPECT_EQ(ea_->stats().tcp_port_holds, 1u);
+  EXPECT_EQ(ports_b_.holds(kPort), 2u);
 }
 
 }  // namespace

@@ -661,6 +661,24 @@ bool Loader::ReadEal(const YAML::Node& key, const YAML::Node& value, const std::
                                return true;
                              });
            }},
+          {"cpus",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadList(k, v, p, 0, kMaxLcore + 1,
+                             absl::StrCat("distinct CPUs from 0 to ", kMaxLcore),
+                             [this](const YAML::Node& item, const std::string& ip) {
+                               uint64_t cpu = 0;
+                               if (!ReadUint(item, item, ip, {0, kMaxLcore}, &cpu)) return false;
+                               for (uint32_t c : config_.eal.cpus) {
+                                 if (c == cpu) {
+                                   return Fail(item.Mark(), ip,
+                                               absl::StrCat("CPU ", cpu, " is listed twice"),
+                                               "list every CPU once");
+                                 }
+                               }
+                               config_.eal.cpus.push_back(static_cast<uint32_t>(cpu));
+                               return true;
+                             });
+           }},
       });
 }
 
@@ -1871,7 +1889,11 @@ std::string DescribeConfig(const Config& c) {
   absl::StrAppend(&out, "  eal: main lcore ", c.eal.main_lcore, ", memory ", c.eal.memory_mb,
                   " MiB, hugepages ", Name(c.eal.hugepages), ", file prefix ",
                   absl::CHexEscape(c.eal.file_prefix), ", extra args [",
-                  absl::StrJoin(args, " "), "]\n");
+                  absl::StrJoin(args, " "), "]",
+                  c.eal.cpus.empty() ? ""
+                                     : absl::StrCat(", lcores float over CPUs ",
+                                                    absl::StrJoin(c.eal.cpus, ",")),
+                  "\n");
   size_t workers = c.workers.lcores.size();
   auto queues = [workers](uint16_t q) {
     return q != 0 ? absl::StrCat(q) : absl::StrCat(workers, " (one per worker)");
@@ -1969,7 +1991,7 @@ std::string FormatConfigYaml(const Config& c) {
     if (i != 0) out += ", ";
     AppendYamlString(&out, c.eal.extra_args[i]);
   }
-  out += "]\nports:\n";
+  absl::StrAppend(&out, "]\n  cpus: [", absl::StrJoin(c.eal.cpus, ", "), "]\nports:\n");
   for (const PortConfig& p : c.ports) {
     out += "  - name: ";
     AppendYamlString(&out, p.name);

@@ -37,6 +37,11 @@ struct EalConfig {
   std::string file_prefix = "iwarpd";
   // Extra EAL arguments passed through verbatim (after the generated ones).
   std::vector<std::string> extra_args;
+  // CPUs the lcores (main and workers) run on. Empty: lcore N runs on CPU N
+  // (DPDK -l). Otherwise every lcore floats over these CPUs (DPDK --lcores
+  // '(LCORES)@(CPUS)'): more lcores than CPUs, e.g. several workers on a
+  // 2-CPU test machine.
+  std::vector<uint32_t> cpus;
 
   friend bool operator==(const EalConfig&, const EalConfig&) = default;
 };

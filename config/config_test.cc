@@ -185,7 +185,7 @@ TEST(ConfigLoad, EveryValueRead) {
   absl::StatusOr<Config> c = LoadConfigString(
       "version: 1\n"
       "eal: {main_lcore: 3, memory_mb: 1024, hugepages: off, file_prefix: a-1,"
-      " extra_args: [--iova-mode=pa, \"x y\"]}\n"
+      " extra_args: [--iova-mode=pa, \"x y\"], cpus: [1, 0]}\n"
       "ports:\n"
       "  - {name: Nic_1, pci: 03:1F.7, mtu: 9600, rx_queues: 4, tx_queues: 2,\n"
       "     rx_descriptors: 64, tx_descriptors: 16384, promiscuous: TRUE}\n"
@@ -203,6 +203,7 @@ TEST(ConfigLoad, EveryValueRead) {
   EXPECT_EQ(c->eal.hugepages, HugepageMode::kOff);
   EXPECT_EQ(c->eal.file_prefix, "a-1");
   EXPECT_EQ(c->eal.extra_args, (std::vector<std::string>{"--iova-mode=pa", "x y"}));
+  EXPECT_EQ(c->eal.cpus, (std::vector<uint32_t>{1, 0}));
   const PortConfig& p = c->ports.at(0);
   EXPECT_EQ(p.pci, "0000:03:1f.7");  // short form made long
   EXPECT_EQ(p.mtu, 9600u);
@@ -416,7 +417,9 @@ TEST(ConfigErrors, MissingRequiredSections) {
 TEST(ConfigErrors, Eal) {
   EXPECT_EQ(Error2("eal:\n  hugepage: on\n"),
             "t.yaml:8:3: eal.hugepage: unknown key; allowed keys: main_lcore, memory_mb, "
-            "hugepages, file_prefix, extra_args (did you mean 'hugepages'?)");
+            "hugepages, file_prefix, extra_args, cpus (did you mean 'hugepages'?)");
+  EXPECT_EQ(Error2("eal:\n  cpus: [0, 1, 0]\n"),
+            "t.yaml:8:16: eal.cpus[2]: CPU 0 is listed twice; list every CPU once");
   EXPECT_EQ(Error2("eal:\n  hugepages: maybe\n"),
             "t.yaml:8:14: eal.hugepages: 'maybe' is not a known value; allowed: auto, on, off");
   EXPECT_EQ(Error2("eal:\n  memory_mb: 32\n"),
@@ -441,7 +444,7 @@ TEST(ConfigErrors, Eal) {
             "arguments (strings)");
   EXPECT_EQ(Error2("eal: 5\n"),
             "t.yaml:7:6: eal: expected a mapping; write the section as indented 'key: value' "
-            "lines with keys main_lcore, memory_mb, hugepages, file_prefix, extra_args");
+            "lines with keys main_lcore, memory_mb, hugepages, file_prefix, extra_args, cpus");
 }
 
 // ---- integers in general ----

@@ -5,11 +5,16 @@
 // loopback QP engine (PollQueues). QPs connected to other hosts run on
 // worker 0's appif::WireEngine (engine::Qp over that worker's TcpStack); the
 // control thread reaches it only through the engine's command/event rings.
-// Multi-worker rule: application QPs live on worker 0; its active opens pick
-// local ports whose replies hash to worker 0; a passive connection to an
-// application listener is served only if its flow hashes to worker 0 (other
-// workers have no listener for it and answer RST) - use one worker, or let
-// the application side connect, when several workers run.
+// Multi-worker rule: application QPs and listeners live on worker 0. The
+// wire engine holds the local TCP port of each listener and connection in
+// worker 0's appif::AppPortTable (appif/app_ports.h) while the stack uses
+// it, and every other worker hands frames to a held port to worker 0 through
+// the steering ring (counted as steered_app), so passive and active
+// connections work whichever worker or RX queue a segment arrives on
+// (software steering and RSS alike). Worker 0's active opens still prefer
+// local ports whose replies hash to it (one hop fewer under software
+// steering). Built-in TCP services' ports are reserved: an application
+// cannot listen on them (EADDRINUSE, with the reason in iwarp_last_error).
 #ifndef IWARPD_DATAPLANE_APP_INTERFACE_H_
 #define IWARPD_DATAPLANE_APP_INTERFACE_H_
 

@@ -65,8 +65,15 @@ absl::StatusOr<EalPlan> BuildEalPlan(const config::Config& cfg, const HugepageIn
   lcores.push_back(cfg.eal.main_lcore);
   std::sort(lcores.begin(), lcores.end());
   lcores.erase(std::unique(lcores.begin(), lcores.end()), lcores.end());
-  a.insert(a.end(), {"-l", absl::StrJoin(lcores, ","), "--main-lcore",
-                     absl::StrCat(cfg.eal.main_lcore), "--file-prefix", cfg.eal.file_prefix});
+  if (cfg.eal.cpus.empty()) {
+    a.insert(a.end(), {"-l", absl::StrJoin(lcores, ",")});
+  } else {
+    // Every lcore may run on any of the CPUs (more lcores than CPUs).
+    a.insert(a.end(), {"--lcores", absl::StrCat("(", absl::StrJoin(lcores, ","), ")@(",
+                                                 absl::StrJoin(cfg.eal.cpus, ","), ")")});
+  }
+  a.insert(a.end(), {"--main-lcore", absl::StrCat(cfg.eal.main_lcore), "--file-prefix",
+                     cfg.eal.file_prefix});
 
   // The machine's own NIC is a PCI device: it is probed only when the config
   // names PCI ports, and then only those.

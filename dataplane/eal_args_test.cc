@@ -45,6 +45,17 @@ TEST(EalArgs, TapWithoutHugepagesFallsBack) {
   EXPECT_NE(plan->hugepage_decision.find("no hugetlbfs mount"), std::string::npos);
 }
 
+TEST(EalArgs, LcoresFloatOverTheConfiguredCpus) {
+  config::Config c = TapConfig();
+  c.workers.lcores = {1, 2};
+  c.eal.cpus = {0, 1};
+  auto plan = BuildEalPlan(c, HugepageInfo{});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Joined(*plan),
+            "iwarpd --lcores (0,1,2)@(0,1) --main-lcore 0 --file-prefix iwarpd --no-pci "
+            "--vdev net_tap0,iface=iw0 --log-level=6 --no-huge -m 256 --no-shconf");
+}
+
 TEST(EalArgs, AutoUsesHugepagesWhenEnoughAreFree) {
   auto plan = BuildEalPlan(TapConfig(), Huge(128));  // exactly 256 MiB
   ASSERT_TRUE(plan.ok());

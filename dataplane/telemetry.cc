@@ -510,6 +510,9 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"wire_engine_requests", w.requests},
       {"wire_requests_refused", w.requests_refused},
       {"wire_engine_connections", w.connections},
+      // Local TCP ports steered to worker 0 for application QPs/listeners.
+      {"wire_tcp_port_holds", w.tcp_port_holds},
+      {"wire_listens_reserved", w.listens_reserved},
       // RDMA over SCTP application QPs (RFC 5043 associations).
       {"wire_sctp_associations", w.sctp_associations},
       {"wire_sctp_associations_active", w.sctp_associations_active},

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "dataplane/l3/flow_hash.h"
 #include "dataplane/l3/ipv4.h"
+#include "dataplane/log.h"
 
 namespace iwarp::dataplane {
 
@@ -129,6 +130,8 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
     tx_.push_back(tx);
     pool_[p.port_id] = p.pool;
     soft_steer_[p.port_id] = p.steering == Steering::kSoftware;
+    if (p.steering == Steering::kSoftware) soft_rule_ = true;
+    if (p.steering == Steering::kRss) ReadRss(p);
     for (const config::PortConfig& pc : cfg.ports) {
       if (pc.name != p.name || p.port_id >= kMaxPorts) continue;
       const config::ImpairmentConfig& imp = pc.impairment;
@@ -310,6 +313,16 @@ absl::Status Worker::InitTcp() {
     // RDMA over SCTP for applications: worker 0's endpoint (nullptr unless
     // sctp.enabled); created before the engine and destroyed after it.
     wo.sctp = sctp_.get();
+    // Receive steering of application ports to this worker (app_ports.h);
+    // the built-in services' listening ports are theirs on every worker.
+    app_ports_owned_ = std::make_unique<appif::AppPortTable>();
+    for (const config::ServiceConfig& sc : cfg_.services) {
+      const bool listens = sc.type == config::ServiceType::kEcho ||
+                           sc.type == config::ServiceType::kSink ||
+                           sc.type == config::ServiceType::kIwarpResponder;
+      if (listens && sc.transport == config::IwarpTransport::kTcp) app_ports_owned_->Reserve(sc.port);
+    }
+    wo.app_ports = app_ports_owned_.get();
     absl::StatusOr<std::unique_ptr<appif::WireEngine>> w = appif::WireEngine::Create(wo, *tcp_);
     if (!w.ok()) {
       return absl::InvalidArgumentError(
@@ -325,11 +338,56 @@ absl::Status Worker::InitTcp() {
   return absl::OkStatus();
 }
 
+void Worker::ReadRss(const PortRuntime& p) {
+  // What SetupPort asked for (flow_hash.h's key, reta[i] = i % queues) is
+  // not always what the device does: SetupPort programs the key only into a
+  // device that reports a 40-byte key (net_null reports none and keeps its
+  // own), and a table of 512 entries or a queue count that is not a
+  // multiple of the workers sends a flow elsewhere than OwnerOfHash says.
+  // So the device is asked; one that reports no key size holds 40 bytes.
+  rte_eth_dev_info info;
+  RssPort rp;
+  bool ok = rte_eth_dev_info_get(p.port_id, &info) == 0 && info.reta_size > 0;
+  if (ok) {
+    // Toeplitz over the 12-byte IPv4 TCP input needs at least 16 key bytes.
+    rp.key.resize(info.hash_key_size == 0 ? kRssKeyLen : info.hash_key_size);
+    rte_eth_rss_conf conf{};
+    conf.rss_key = rp.key.data();
+    conf.rss_key_len = static_cast<uint8_t>(rp.key.size());
+    ok = rp.key.size() >= 16 && rte_eth_dev_rss_hash_conf_get(p.port_id, &conf) == 0;
+  }
+  if (ok) {
+    std::vector<rte_eth_rss_reta_entry64> groups(
+        (info.reta_size + RTE_ETH_RETA_GROUP_SIZE - 1) / RTE_ETH_RETA_GROUP_SIZE);
+    for (rte_eth_rss_reta_entry64& g : groups) g.mask = ~uint64_t{0};
+    ok = rte_eth_dev_rss_reta_query(p.port_id, groups.data(), info.reta_size) == 0;
+    for (uint16_t i = 0; ok && i < info.reta_size; ++i) {
+      rp.reta.push_back(groups[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE]);
+    }
+  }
+  if (!ok) {
+    soft_rule_ = true;
+    if (index_ == 0) {
+      LogWarning("port '", p.name, "' (", p.driver,
+                 "): RSS key or redirection table cannot be read back; worker 0's active opens "
+                 "assume flow_hash.h's rule, and replies to built-in services' connections may "
+                 "reach another worker (application QPs are steered by port)");
+    }
+    return;
+  }
+  rss_ports_.push_back(std::move(rp));
+}
+
 bool Worker::PortOwnedHere(void* worker, const tcp::FourTuple& t) {
   const Worker* w = static_cast<const Worker*>(worker);
   // The key of a segment the peer sends us: its address and port are the source.
   const FlowKey key{t.remote_addr, t.local_addr, t.remote_port, t.local_port};
-  return OwnerOfHash(FlowHash(key), w->worker_count_) == w->index_;
+  if (w->soft_rule_ && OwnerOfHash(FlowHash(key), w->worker_count_) != w->index_) return false;
+  for (const RssPort& p : w->rss_ports_) {
+    const uint16_t queue = p.reta[FlowHash(key, p.key) % p.reta.size()];
+    if (queue % w->worker_count_ != w->index_) return false;
+  }
+  return true;
 }
 
 bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
@@ -509,6 +567,8 @@ void Worker::SetPeers(std::span<Worker* const> peers) {
     peer_steer_rings_.push_back(w->steer_ring_);
     peer_neighbor_rings_.push_back(w == this ? nullptr : w->neighbor_ring_);
   }
+  // Worker 0's application ports, read on every worker's RX path (HandlePacket).
+  app_ports_ = peers.size() > 1 ? peers[0]->app_ports_owned_.get() : nullptr;
 }
 
 void Worker::SendFrame(uint16_t port, ByteSpan frame) {
@@ -640,18 +700,25 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
   }
   MutableByteSpan frame(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m));
   // Software steering (see flow_hash.h): a TCP/UDP flow is handled by the
-  // worker its hash names, whichever queue the device put it on.
-  if (!steered && m->port < kMaxPorts && soft_steer_[m->port]) {
+  // worker its hash names, whichever queue the device put it on. Frames to
+  // a port an application QP or listener holds go to worker 0 whatever the
+  // steering (software or RSS) and whichever worker received them.
+  const bool soft = !steered && m->port < kMaxPorts && soft_steer_[m->port];
+  if (soft || (app_ports_ != nullptr && index_ != 0)) {
     FlowKey key;
     if (ExtractFlowKey(frame, &key)) {
+      const bool app = app_ports_ != nullptr && app_ports_->Held(key.dst_port);
       const uint32_t owner =
-          OwnerOfHash(FlowHash(key), static_cast<uint32_t>(peer_steer_rings_.size()));
+          app ? 0
+              : (soft ? OwnerOfHash(FlowHash(key), static_cast<uint32_t>(peer_steer_rings_.size()))
+                      : index_);
       if (owner != index_) {
         if (rte_ring_mp_enqueue(peer_steer_rings_[owner], m) != 0) {
           stats_->Drop(DropReason::kSteerRingFull);
           rte_pktmbuf_free(m);
         } else {
           stats_->steered_out.Add();
+          if (app) stats_->steered_app.Add();
         }
         return;
       }

@@ -3,7 +3,7 @@
 //   loop: neighbour updates from other workers
 //         -> frames other workers steered to us
 //         -> rx burst on each owned RX queue -> [rx impairment] -> (software
-//            steering) -> L3Stack
+//            steering; frames to application ports -> worker 0) -> L3Stack
 //         -> ARP timers -> held impaired frames -> flush the per-port TX
 //            buffers (every frame sent passes the port's [tx impairment])
 //         -> idle back-off
@@ -12,8 +12,10 @@
 // its LcoreStats) belong to its lcore; the only cross-thread entry points are
 // its two rings, filled by the other workers: steer_ring (mbufs whose flow it
 // owns, multi-producer/single-consumer) and neighbor_ring (ARP entries the
-// others learned). The fast path does not allocate, lock, log or throw; with
-// workers.idle_sleep_us > 0 an idle worker sleeps (a syscall) between polls.
+// others learned). It also reads, never writes, worker 0's AppPortTable
+// (appif/app_ports.h; relaxed atomics). The fast path does not allocate,
+// lock, log or throw; with workers.idle_sleep_us > 0 an idle worker sleeps
+// (a syscall) between polls.
 #ifndef IWARPD_DATAPLANE_WORKER_H_
 #define IWARPD_DATAPLANE_WORKER_H_
 
@@ -27,6 +29,7 @@
 #include "absl/status/status.h"
 #include "appif/wire_engine.h"
 #include "config/config.h"
+#include "dataplane/l3/flow_hash.h"
 #include "dataplane/l3/stack.h"
 #include "dataplane/impair/impairment.h"
 #include "dataplane/services/iwarp_services.h"
@@ -144,6 +147,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // worker's lcore (from inside its loop); it is polled and drained every
   // loop iteration, and SCTP packets other workers receive are steered here.
   sctp::SctpEndpoint* sctp_endpoint() { return sctp_.get(); }
+  // The local TCP ports application QPs and listeners hold (appif/app_ports.h):
+  // worker 0 only, next to its wire engine (which is its only writer);
+  // nullptr otherwise. With several workers every worker reads it on RX and
+  // hands frames to a held port to worker 0.
+  appif::AppPortTable* app_ports() { return app_ports_owned_.get(); }
 
   const L3Stack& stack() const { return stack_; }
   // Frames the impairment stages of this worker hold (delay, reorder).
@@ -239,7 +247,13 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // (application QPs count as activity: no idle sleep while they move data).
   uint32_t PollTcp(uint64_t now_ms);
   void FillTcpSnapshot();
+  // TcpStack port filter of worker 0's active opens: true if the peer's
+  // replies to `tuple` reach this worker on every port - by the device's
+  // RSS (its key and redirection table as read back at start-up, queue q
+  // polled by worker q % workers) or by software steering (flow_hash.h).
   static bool PortOwnedHere(void* worker, const tcp::FourTuple& tuple);
+  // Start-up: reads back the RSS key and redirection table of an RSS port.
+  void ReadRss(const PortRuntime& p);
 
   const uint32_t index_;
   const uint32_t lcore_;
@@ -253,6 +267,17 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   std::array<int16_t, kMaxPorts> tx_index_;        // port id -> tx_ slot, -1 if none
   std::array<rte_mempool*, kMaxPorts> pool_{};     // port id -> mempool
   std::array<bool, kMaxPorts> soft_steer_{};       // port id -> software steering
+  // Ports whose device hashes flows to queues (Steering::kRss), as the
+  // device does it: the low bits of the Toeplitz hash under `key` index
+  // `reta` (entry -> RX queue).
+  struct RssPort {
+    std::vector<uint8_t> key;
+    std::vector<uint16_t> reta;
+  };
+  std::vector<RssPort> rss_ports_;
+  // Some port is steered in software, or an RSS port's key or table could
+  // not be read back (then flow_hash.h's rule is all we know).
+  bool soft_rule_ = false;
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;
@@ -279,6 +304,11 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // services: destroyed after every association and listener they hold.
   std::unique_ptr<sctp::SctpEndpoint> sctp_;
   std::unique_ptr<SctpServiceHost> sctp_services_;
+  // Declared before wire_: destroyed after the engine that writes it. Read
+  // by the other workers through app_ports_ (set in SetPeers; nullptr with
+  // one worker or no wire engine).
+  std::unique_ptr<appif::AppPortTable> app_ports_owned_;
+  const appif::AppPortTable* app_ports_ = nullptr;
   // Declared before tcp_: destroyed after the stack, which may still hold
   // its listeners and connection proxies.
   std::unique_ptr<appif::WireEngine> wire_;

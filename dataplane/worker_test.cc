@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -78,7 +79,7 @@ class WorkerTest : public ::testing::Test {
     cfg_.mempools.cache = 32;
     // A small TCP stack per worker (its buffers are allocated up front).
     cfg_.tcp.max_connections = 16;
-    cfg_.tcp.syn_backlog = 8;
+    cfg_.tcp.syn_backlog = syn_backlog_;
     cfg_.tcp.send_buffer_bytes = 16384;
     cfg_.tcp.receive_buffer_bytes = 16384;
     // Closing a vdev port releases it: each test gets a device of its own.
@@ -88,7 +89,7 @@ class WorkerTest : public ::testing::Test {
     pc.name = "null0";
     pc.vdev = vdev_ + vdev_args_;
     ASSERT_EQ(rte_dev_probe(pc.vdev.c_str()), 0);
-    pc.rx_queues = 1;  // two workers, one queue: software steering
+    pc.rx_queues = rx_queues_;  // two workers, one queue: software steering
     pc.impairment = impairment_;
     cfg_.ports.push_back(pc);
     config::InterfaceConfig itf;
@@ -98,7 +99,8 @@ class WorkerTest : public ::testing::Test {
     absl::StatusOr<PortRuntime> p = SetupPort(cfg_, 0);
     ASSERT_TRUE(p.ok()) << p.status();
     ports_.push_back(std::move(*p));
-    ASSERT_EQ(ports_[0].steering, Steering::kSoftware);
+    // One queue: software steering; two: net_null hashes with our RSS key.
+    ASSERT_EQ(ports_[0].steering, rx_queues_ == 1 ? Steering::kSoftware : Steering::kRss);
     for (uint32_t i = 0; i < 2; ++i) {
       workers_.push_back(std::make_unique<Worker>(i, cfg_.workers.lcores[i], ports_, cfg_,
                                                   &stats_[i], &stop_));
@@ -130,6 +132,8 @@ class WorkerTest : public ::testing::Test {
   std::string vdev_driver_ = "net_null";
   std::string vdev_args_ = ",no-rx=1";
   config::ImpairmentConfig impairment_;  // set by derived fixtures before SetUp
+  uint16_t rx_queues_ = 1;               // set by derived fixtures before SetUp
+  uint32_t syn_backlog_ = 8;             // set by derived fixtures before SetUp
   config::Config cfg_;
   std::vector<PortRuntime> ports_;
   LcoreStats stats_[2];
@@ -335,6 +339,210 @@ TEST_F(WorkerTcpTest, SynToAServiceIsAnsweredAfterArp) {
   EXPECT_EQ(info.segments_out, 1u);
   workers_.clear();  // frees the worker's TCP stack and ARP queue
   EXPECT_EQ(FreeMbufs(), free_before);
+}
+
+// Application QPs and listeners live on worker 0 (app_interface.h): frames
+// to a local port the application interface holds reach worker 0's stack
+// whichever worker received them (appif/app_ports.h). An echo service on
+// port 7 runs on both workers.
+class WorkerAppTest : public WorkerTcpTest {
+ protected:
+  void SetUp() override {
+    cfg_.app_interface.enabled = true;
+    syn_backlog_ = 32;
+    WorkerTcpTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    ASSERT_NE(workers_[0]->wire_engine(), nullptr);
+    ASSERT_EQ(workers_[1]->wire_engine(), nullptr);
+    ASSERT_NE(workers_[0]->app_ports(), nullptr);
+  }
+  // A command to worker 0's wire engine, answered by the worker's next poll;
+  // returns the kAck status.
+  int Command(appif::WireCommandType type, uint32_t listener_id, uint16_t port) {
+    appif::WireEngine& w = *workers_[0]->wire_engine();
+    appif::WireCommand c;
+    c.type = type;
+    c.seq = ++seq_;
+    c.listener_id = listener_id;
+    c.port = port;
+    EXPECT_TRUE(w.PushCommand(c));
+    workers_[0]->PollOnce(workers_[0]->NowMs());
+    appif::WireEvent ev;
+    while (w.PopEvent(&ev)) {
+      if (ev.type == appif::WireEventType::kAck && ev.seq == c.seq) return ev.status;
+    }
+    ADD_FAILURE() << "no ack";
+    return -1;
+  }
+  // Both workers learn the peer's MAC (its ARP request to worker 0), so
+  // replies leave at once instead of waiting in an ARP queue.
+  void LearnPeer() {
+    const uint64_t now = workers_[0]->NowMs();
+    rte_mbuf* m = Mbuf(testing::ArpFrame(1, MacAddr::Broadcast(), kPeerMac, kPeerIp, MacAddr{},
+                                         kOurIp));
+    workers_[0]->ReceiveBurst(&m, 1, now);
+    workers_[0]->PollOnce(now);
+    workers_[1]->PollOnce(now);
+    ASSERT_NE(workers_[1]->stack().arp_cache().Lookup(kPeerIp, now), nullptr);
+  }
+  uint32_t seq_ = 0;
+};
+
+TEST_F(WorkerAppTest, SynsToAnApplicationListenerReachWorkerZeroFromEitherWorker) {
+  LearnPeer();
+  const appif::AppPortTable& ports = *workers_[0]->app_ports();
+  EXPECT_TRUE(ports.Reserved(7));  // the echo service's
+  EXPECT_FALSE(ports.Held(4791));
+  ASSERT_EQ(Command(appif::WireCommandType::kListen, 1, 4791), 0);
+  EXPECT_TRUE(ports.Held(4791));
+  EXPECT_EQ(ports.holds(4791), 1u);
+  EXPECT_EQ(workers_[0]->wire_engine()->stats().tcp_port_holds, 1u);
+
+  // 16 SYNs from different source ports, alternately received by worker 0
+  // and worker 1; the flow hash owns about half of them to each worker.
+  const unsigned free_before = FreeMbufs();
+  const uint64_t now = workers_[0]->NowMs();
+  uint32_t hashed_to[2] = {0, 0};
+  for (uint16_t i = 0; i < 16; ++i) {
+    const uint16_t sport = static_cast<uint16_t>(50000 + i);
+    ++hashed_to[OwnerOfHash(FlowHash({kPeerIp, kOurIp, sport, 4791}), 2)];
+    rte_mbuf* m = Mbuf(SynFrame(ports_[0].mac, sport, 4791));
+    workers_[i % 2]->ReceiveBurst(&m, 1, now);
+  }
+  ASSERT_GT(hashed_to[0], 0u);
+  ASSERT_GT(hashed_to[1], 0u);
+  // Worker 1 handed its 8 to worker 0; worker 0 kept all of its own, also
+  // those the flow hash gives to worker 1.
+  EXPECT_EQ(stats_[1].steered_out.Get(), 8u);
+  EXPECT_EQ(stats_[1].steered_app.Get(), 8u);
+  EXPECT_EQ(stats_[0].steered_out.Get(), 0u);
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(stats_[0].steered_in.Get(), 8u);
+  // Every SYN reached the listener on worker 0 (SYN-RECEIVED there); worker
+  // 1's stack saw nothing, so it answered no RST.
+  EXPECT_EQ(workers_[0]->tcp_stack()->stats().segments_in, 16u);
+  EXPECT_EQ(workers_[0]->tcp_stack()->connection_count(), 16u);
+  EXPECT_EQ(workers_[1]->tcp_stack()->stats().segments_in, 0u);
+  EXPECT_EQ(workers_[1]->tcp_stack()->stats().rsts_out, 0u);
+
+  // A port no application holds keeps the flow hash: a SYN to the echo
+  // service that hashes to worker 1, received there, stays there.
+  uint16_t sport = 40000;
+  while (OwnerOfHash(FlowHash({kPeerIp, kOurIp, sport, 7}), 2) != 1) ++sport;
+  rte_mbuf* m = Mbuf(SynFrame(ports_[0].mac, sport, 7));
+  workers_[1]->ReceiveBurst(&m, 1, now);
+  EXPECT_EQ(stats_[1].steered_out.Get(), 8u);
+  EXPECT_EQ(workers_[1]->tcp_stack()->connection_count(), 1u);
+
+  // After the application closes the listener the port is released and
+  // its flows hash again: worker 1 answers a SYN it owns itself (RST).
+  ASSERT_EQ(Command(appif::WireCommandType::kUnlisten, 1, 0), 0);
+  EXPECT_FALSE(ports.Held(4791));
+  EXPECT_EQ(workers_[0]->wire_engine()->stats().tcp_port_holds, 0u);
+  sport = 50100;
+  while (OwnerOfHash(FlowHash({kPeerIp, kOurIp, sport, 4791}), 2) != 1) ++sport;
+  m = Mbuf(SynFrame(ports_[0].mac, sport, 4791));
+  workers_[1]->ReceiveBurst(&m, 1, now);
+  EXPECT_EQ(stats_[1].steered_app.Get(), 8u);
+  EXPECT_EQ(workers_[1]->tcp_stack()->stats().segments_in, 2u);
+  EXPECT_EQ(workers_[1]->tcp_stack()->stats().rsts_out, 1u);
+  workers_[0]->PollOnce(now);
+  workers_[1]->PollOnce(now);  // its TX buffer: the SYN-ACK of the echo service and the RST
+  workers_.clear();
+  EXPECT_EQ(FreeMbufs(), free_before);
+}
+
+TEST_F(WorkerAppTest, ListenOnABuiltInServicePortIsRefused) {
+  EXPECT_EQ(Command(appif::WireCommandType::kListen, 1, 7), EADDRINUSE);
+  EXPECT_EQ(workers_[0]->wire_engine()->stats().listens_reserved, 1u);
+  EXPECT_FALSE(workers_[0]->app_ports()->Held(7));
+  // The echo service still owns its port on both workers.
+  EXPECT_EQ(Command(appif::WireCommandType::kListen, 2, 8), 0);
+  EXPECT_TRUE(workers_[0]->app_ports()->Held(8));
+}
+
+// The same with hardware RSS (net_null hashes with our key into two RX
+// queues, one per worker): no software steering, yet frames to an
+// application's port that the device put on worker 1's queue reach worker 0.
+class WorkerAppRssTest : public WorkerAppTest {
+ protected:
+  void SetUp() override {
+    rx_queues_ = 2;
+    WorkerAppTest::SetUp();
+  }
+};
+
+TEST_F(WorkerAppRssTest, FramesOnWorkerOnesQueueReachWorkerZero) {
+  LearnPeer();
+  ASSERT_EQ(Command(appif::WireCommandType::kListen, 1, 4791), 0);
+  const uint64_t now = workers_[0]->NowMs();
+  for (uint16_t i = 0; i < 4; ++i) {
+    rte_mbuf* m = Mbuf(SynFrame(ports_[0].mac, static_cast<uint16_t>(50000 + i), 4791));
+    workers_[1]->ReceiveBurst(&m, 1, now);
+  }
+  // Not an application's port: worker 1 keeps what its queue got.
+  rte_mbuf* m = Mbuf(SynFrame(ports_[0].mac, 40000, 7));
+  workers_[1]->ReceiveBurst(&m, 1, now);
+  EXPECT_EQ(stats_[1].steered_app.Get(), 4u);
+  EXPECT_EQ(stats_[1].steered_out.Get(), 4u);
+  EXPECT_EQ(workers_[1]->tcp_stack()->connection_count(), 1u);
+  workers_[0]->PollOnce(now);
+  EXPECT_EQ(workers_[0]->tcp_stack()->connection_count(), 4u);
+}
+
+// Worker 0's active opens pick local ports whose replies the device itself
+// puts on one of worker 0's queues. With three RX queues for two workers
+// (worker 0 polls queues 0 and 2), flow_hash.h's rule (hash % 128 % workers)
+// is wrong for a third of the ports; the device's own table decides.
+class WorkerRssThreeQueuesTest : public WorkerAppTest {
+ protected:
+  void SetUp() override {
+    rx_queues_ = 3;
+    WorkerAppTest::SetUp();
+  }
+  // The worker whose queue the device puts the peer's segment on.
+  uint32_t DeviceOwner(const FlowKey& k) {
+    const uint16_t port = ports_[0].port_id;
+    rte_eth_dev_info info;
+    EXPECT_EQ(rte_eth_dev_info_get(port, &info), 0);
+    std::array<uint8_t, kRssKeyLen> key{};
+    rte_eth_rss_conf conf{};
+    conf.rss_key = key.data();
+    conf.rss_key_len = kRssKeyLen;
+    EXPECT_EQ(rte_eth_dev_rss_hash_conf_get(port, &conf), 0);
+    std::vector<rte_eth_rss_reta_entry64> reta(info.reta_size / RTE_ETH_RETA_GROUP_SIZE);
+    for (auto& g : reta) g.mask = ~uint64_t{0};
+    EXPECT_EQ(rte_eth_dev_rss_reta_query(port, reta.data(), info.reta_size), 0);
+    const uint32_t e = FlowHash(k, key) % info.reta_size;
+    return reta[e / RTE_ETH_RETA_GROUP_SIZE].reta[e % RTE_ETH_RETA_GROUP_SIZE] % 2;
+  }
+};
+
+TEST_F(WorkerRssThreeQueuesTest, ActiveOpensPickPortsTheDeviceSteersToWorkerZero) {
+  ASSERT_EQ(ports_[0].steering, Steering::kRss);
+  // The old rule and the device disagree on some ports (else this proves
+  // nothing).
+  uint32_t disagree = 0;
+  for (uint16_t lport = 40000; lport < 40300; ++lport) {
+    const FlowKey k{kPeerIp, kOurIp, 80, lport};
+    disagree += (OwnerOfHash(FlowHash(k), 2) == 0) != (DeviceOwner(k) == 0);
+  }
+  ASSERT_GT(disagree, 30u);
+  LearnPeer();
+  struct User final : tcp::TcpUser {
+    size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override { return d.size(); }
+  } user;
+  tcp::TcpStack& tcp = *workers_[0]->tcp_stack();
+  const uint64_t now_us = workers_[0]->NowUs();
+  for (int i = 0; i < 16; ++i) {
+    absl::StatusOr<tcp::ConnId> c = tcp.Connect(kOurIp, kPeerIp, 80, user, 0, now_us);
+    ASSERT_TRUE(c.ok()) << c.status();
+    tcp::TcpConnInfo info;
+    ASSERT_TRUE(tcp.GetConnection(*c, &info));
+    EXPECT_EQ(DeviceOwner({kPeerIp, kOurIp, 80, info.tuple.local_port}), 0u)
+        << "local port " << info.tuple.local_port;
+  }
+  workers_[0]->PollOnce(workers_[0]->NowMs());  // the SYNs leave
 }
 
 // The impairment stages wired into the RX and TX paths of a real worker.

@@ -111,6 +111,13 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
                     app.Text("wire_bad_rqes"), "  ring corruptions ", app.Text("wire_ring_corruptions"), "  requests ",
                     app.Text("wire_engine_requests"), " (refused ", app.Text("wire_requests_refused"),
                     ")\n");
+    if (app.Find("wire_tcp_port_holds") != nullptr) {
+      // Receive steering of application ports to worker 0 (appif/app_ports.h).
+      absl::StrAppend(&out, "  wire TCP ports holds ", app.Text("wire_tcp_port_holds"),
+                      " (listeners + connections, steered to worker 0)  listens refused on "
+                      "built-in service ports ",
+                      app.Text("wire_listens_reserved"), "\n");
+    }
     if (app.Find("wire_sctp_associations") != nullptr) {
       absl::StrAppend(&out, "  wire SCTP      associations ", app.Text("wire_sctp_associations"),
                       "  active ", app.Text("wire_sctp_associations_active"), "  refused ",

@@ -47,6 +47,9 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(icmp_echo_replies_out, "icmp_echo_replies_out") \
   X(steered_out, "steered_out")                   \
   X(steered_in, "steered_in")                     \
+  /* of steered_out: frames to a port an application QP or listener holds, */ \
+  /* handed to worker 0 (appif/app_ports.h) */   \
+  X(steered_app, "steered_app")                   \
   X(neighbor_updates_lost, "neighbor_updates_lost") \
   /* TX: frames a tx_burst did not take, kept for the next try (not lost; */ \
   /* each frame counted once, however many bursts it waits) */             \
