@@ -133,12 +133,13 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
     tx_.push_back(tx);
     pool_[p.port_id] = p.pool;
     soft_steer_[p.port_id] = p.steering == Steering::kSoftware;
-    rx_offload_trusted_[p.port_id] = p.rx_offload_flags;
+    rx_coalesce_trusted_[p.port_id] = p.rx_offload_flags;
+    rx_checksum_trusted_[p.port_id] = p.rx_offload_flags;
     for (const config::PortConfig& pc : cfg.ports) {
       if (pc.name != p.name || p.port_id >= kMaxPorts) continue;
       const config::ImpairmentConfig& imp = pc.impairment;
       // The RX stage rewrites frames after the device judged them.
-      if (!imp.rx.empty()) rx_offload_trusted_[p.port_id] = false;
+      if (!imp.rx.empty()) rx_checksum_trusted_[p.port_id] = false;
       if (!imp.rx.empty()) {
         rx_impair_[p.port_id] = std::make_unique<ImpairmentStage>(
             imp.rx, ImpairmentStage::MixSeed(imp.seed, p.port_id, false, index_), stats_,
@@ -816,12 +817,15 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
     }
   }
   RxOffload offload;
-  if (m->port < kMaxPorts && rx_offload_trusted_[m->port]) {
-    // RTE_MBUF_F_RX_L4_CKSUM_NONE: the checksum field is not filled in but
-    // the data's integrity was verified (a virtio peer's checksum offload).
-    const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
-    offload.l4_checksum_ok = l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE;
+  if (m->port < kMaxPorts && rx_coalesce_trusted_[m->port]) {
     offload.coalesced = (m->ol_flags & RTE_MBUF_F_RX_LRO) != 0;
+    if (rx_checksum_trusted_[m->port]) {
+      // RTE_MBUF_F_RX_L4_CKSUM_NONE: the checksum field is not filled in but
+      // the data's integrity was verified (a virtio peer's checksum offload).
+      const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+      offload.l4_checksum_ok =
+          l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE;
+    }
   }
   const RxAction a = stack_.HandleFrame(m->port, frame, now_ms, offload);
   if (a.kind == RxAction::Kind::kLocalTcp && tcp_ != nullptr) {
@@ -887,6 +891,27 @@ uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms
   return HandleBurst(pkts, n, now_ms);
 }
 
+void Worker::FillTcpChecksum(MutableByteSpan frame) {
+  if (frame.size() < kEthHeaderLen || LoadBe16(frame.data() + kEthTypeOffset) != kEtherTypeIpv4) {
+    return;
+  }
+  MutableByteSpan ip = frame.subspan(kEthHeaderLen);
+  Ipv4Header h;
+  if (ParseIpv4(ip, &h) != DropReason::kNone || h.protocol != kIpProtoTcp) return;
+  const size_t tcp_len = h.total_len - h.header_len;
+  if (tcp_len < 20) return;
+  uint8_t* th = ip.data() + h.header_len;
+  uint8_t pseudo[12];
+  StoreBe32(pseudo, h.src);
+  StoreBe32(pseudo + 4, h.dst);
+  pseudo[8] = 0;
+  pseudo[9] = kIpProtoTcp;
+  StoreBe16(pseudo + 10, static_cast<uint16_t>(tcp_len));
+  StoreBe16(th + 16, 0);  // RFC 9293 3.1: summed as zero
+  StoreBe16(th + 16, ChecksumFold(ChecksumAdd(ChecksumAdd(0, ByteSpan(pseudo, sizeof(pseudo))),
+                                              ByteSpan(th, tcp_len))));
+}
+
 uint16_t Worker::HandleBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms) {
   if (n == 0) return 0;
   uint64_t bytes = 0;
@@ -897,6 +922,13 @@ uint16_t Worker::HandleBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms)
     rte_mbuf* m = pkts[i];
     ImpairmentStage* stage = m->port < kMaxPorts ? rx_impair_[m->port].get() : nullptr;
     if (stage != nullptr && m->nb_segs == 1) {
+      // The stage may damage the frame after the device judged it, so the
+      // worker checks TCP checksums itself on such ports: a checksum the
+      // device left unfilled (its data vouched for) is filled in first.
+      if (rx_coalesce_trusted_[m->port] &&
+          (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_NONE) {
+        FillTcpChecksum(MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)));
+      }
       stage->Process(m, MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)),
                      now_ms);
     } else {

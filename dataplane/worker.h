@@ -221,6 +221,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   };
 
   void HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms);
+  // Writes the TCP checksum of an Ethernet/IPv4/TCP frame (any other frame
+  // is left alone): for frames whose checksum the device left unfilled
+  // before an rx impairment stage sees them.
+  static void FillTcpChecksum(MutableByteSpan frame);
   // Every frame to send: through the port's TX impairment stage, then Enqueue.
   void Transmit(rte_mbuf* m);
   // Queues `m` on the TX buffer of m->port; sends a full buffer at once.
@@ -279,9 +283,12 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   std::array<int16_t, kMaxPorts> tx_index_;        // port id -> tx_ slot, -1 if none
   std::array<rte_mempool*, kMaxPorts> pool_{};     // port id -> mempool
   std::array<bool, kMaxPorts> soft_steer_{};       // port id -> software steering
-  // port id -> the device's RX checksum / coalescing flags are believed
-  // (ports[].tso not off, no rx impairment rules rewriting frames after it).
-  std::array<bool, kMaxPorts> rx_offload_trusted_{};
+  // port id -> the device's coalesced-frame flag (RX_LRO) is believed
+  // (ports[].tso not off).
+  std::array<bool, kMaxPorts> rx_coalesce_trusted_{};
+  // port id -> its TCP checksum verdict is believed as well (no rx
+  // impairment rules rewriting frames after the device judged them).
+  std::array<bool, kMaxPorts> rx_checksum_trusted_{};
   bool any_tso_ = false;                           // some TX buffer has tso
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
