@@ -134,7 +134,22 @@ bool TcpChecksumValid(const Bytes& frame) {
   return ChecksumFold(ChecksumAdd(ChecksumAdd(0, pseudo), ByteSpan(ip + kL3, tcp_len))) == 0;
 }
 
-// The device's side of RTE_MBUF_F_TX_TCP_SEG (see the file comment).
+// Recomputes the TCP checksum of an Ethernet/IPv4/TCP frame.
+void FixTcpChecksum(Bytes& frame) {
+  uint8_t* ip = frame.data() + kL2;
+  const size_t tcp_len = LoadBe16(ip + 2) - kL3;
+  uint8_t* th = ip + kL3;
+  StoreBe16(th + 16, 0);
+  uint8_t pseudo[12];
+  std::memcpy(pseudo, ip + 12, 8);
+  pseudo[8] = 0;
+  pseudo[9] = 6;
+  StoreBe16(pseudo + 10, static_cast<uint16_t>(tcp_len));
+  StoreBe16(th + 16, ChecksumFold(ChecksumAdd(ChecksumAdd(0, pseudo), ByteSpan(th, tcp_len))));
+}
+
+// The device's side of RTE_MBUF_F_TX_TCP_SEG (see the file comment); PSH
+// and FIN only on the last segment, as NICs, Linux GSO and librte_gso do.
 std::vector<Bytes> ReferenceCut(const rte_mbuf* m) {
   const Bytes f = Linear(m);
   if ((m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) == 0) return {f};
@@ -154,14 +169,8 @@ std::vector<Bytes> ReferenceCut(const rte_mbuf* m) {
     StoreBe16(ip + 10, InternetChecksum(ByteSpan(ip, kL3)));
     uint8_t* th = ip + kL3;
     StoreBe32(th + 4, static_cast<uint32_t>(seq0 + i * m->tso_segsz));
-    StoreBe16(th + 16, 0);
-    uint8_t pseudo[12];
-    std::memcpy(pseudo, ip + 12, 8);
-    pseudo[8] = 0;
-    pseudo[9] = 6;
-    StoreBe16(pseudo + 10, static_cast<uint16_t>(m->l4_len + n));
-    StoreBe16(th + 16, ChecksumFold(ChecksumAdd(ChecksumAdd(0, pseudo),
-                                                ByteSpan(th, m->l4_len + n))));
+    if (off + n < f.size()) th[13] = static_cast<uint8_t>(th[13] & ~(kPsh | 0x01));
+    FixTcpChecksum(s);
     out.push_back(std::move(s));
   }
   return out;
@@ -266,6 +275,18 @@ class TsoTest : public ::testing::Test {
       EXPECT_EQ(InternetChecksum(ByteSpan(wire_off.back()).subspan(kL2, kL3)), 0);
       EXPECT_TRUE(TcpChecksumValid(wire_off.back()));
     }
+    // PSH collapses to the last segment of each TSO frame (RFC 9293
+    // 3.9.1.2): the frames without TSO with that applied are the reference.
+    size_t next = 0;
+    for (rte_mbuf* m : on) {
+      const size_t cut = ReferenceCut(m).size();
+      for (size_t k = 0; k + 1 < cut && next + k < wire_off.size(); ++k) {
+        Bytes& f = wire_off[next + k];
+        f[kL2 + kL3 + 13] = static_cast<uint8_t>(f[kL2 + kL3 + 13] & ~kPsh);
+        FixTcpChecksum(f);
+      }
+      next += cut;
+    }
     for (rte_mbuf* m : on) {
       if ((m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) != 0) {
         ++o.tso_frames;
@@ -330,14 +351,26 @@ TEST_F(TsoTest, A64KiBMessageLeavesAsTsoFramesTheDeviceCutsIntoTheSameSegments) 
   EXPECT_EQ(rte_mempool_avail_count(port_.pool), free_before);  // chains freed whole
 }
 
+// tcp_lite sets PSH on each segment that empties its send buffer: FPDUs
+// posted one at a time all carry it. A run collapses them (RFC 9293
+// 3.9.1.2): the device puts PSH on the run's last segment only.
+TEST_F(TsoTest, PshIsCollapsedToTheLastSegmentOfARun) {
+  std::vector<Segment> segs;
+  for (uint32_t i = 0; i < 8; ++i) segs.push_back(MakeSegment(40010, 1 + i * 1448, kAck | kPsh, 1448));
+  segs.push_back(MakeSegment(40010, 1 + 8 * 1448, kAck, 1448));  // no PSH on the last
+  segs.push_back(MakeSegment(40010, 1 + 9 * 1448, kAck | kPsh, 200));
+  const Outcome o = SendBothWays(segs);  // compares with PSH collapsed
+  EXPECT_EQ(o.frames_on, 1u);
+  EXPECT_EQ(o.tso_segments_out, 10u);
+}
+
 TEST_F(TsoTest, SegmentsThatMustStaySeparateAreNotCoalesced) {
-  // A PSH segment in the middle: flags differ, it and its neighbours are
-  // separate frames except the ACK-only run before it.
+  // URG and FIN are properties of one segment: never in a run.
   std::vector<Segment> segs = Run(40001, 5000, 2, 1000);
-  segs.push_back(MakeSegment(40001, 7000, kAck | kPsh, 1000));
+  segs.push_back(MakeSegment(40001, 7000, kAck | 0x20, 1000));
   segs.push_back(MakeSegment(40001, 8000, kAck, 1000));
   Outcome o = SendBothWays(segs);
-  EXPECT_EQ(o.frames_on, 3u);  // [1000+1000] [PSH] [1000]
+  EXPECT_EQ(o.frames_on, 3u);  // [1000+1000] [URG] [1000]
   EXPECT_EQ(o.tso_segments_out, 2u);
 
   // Not consecutive (a hole of one byte).

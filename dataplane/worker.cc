@@ -364,17 +364,25 @@ inline constexpr size_t kTcpFlagsOffset = 13;
 inline constexpr size_t kTcpChecksumOffset = 16;
 inline constexpr size_t kTcpUrgentOffset = 18;
 inline constexpr size_t kTcpMinHeaderLen = 20;
-inline constexpr uint8_t kTcpFlagAckOnly = 0x10;
+inline constexpr uint8_t kTcpFlagAck = 0x10;
+inline constexpr uint8_t kTcpFlagPsh = 0x08;
 // The most payload mbufs one appended segment may need (a 9000-byte MSS in
 // mbufs of the smallest data room a port gets, 2 KiB).
 inline constexpr unsigned kMaxAppendMbufs = 8;
 
-// A segment that may be part of a TSO frame: ACK only (SYN, FIN, RST, PSH,
-// URG and ECN bits end or prevent a run: each is a property of one segment
-// that segmentation would copy to all) and data.
+// A segment that may be part of a TSO frame: data, ACK, and PSH or not.
+// SYN, FIN, RST, URG and the ECN bits prevent a run (properties of one
+// segment that segmentation would copy to all). PSH is collapsed: a TSO
+// frame carries the PSH of its last segment, which the device sets on the
+// last segment only (RTE_MBUF_F_TX_TCP_SEG, as NICs, Linux GSO and
+// librte_gso do); RFC 9293 3.9.1.2 (RFC 1122 4.2.2.2): the PSH bit is not a
+// record marker, and a sender SHOULD collapse successive PSH bits when it
+// packetizes data into the largest possible segment. tcp_lite sets PSH on
+// every segment that empties its send buffer, i.e. on each FPDU an
+// application posts alone.
 bool TsoCandidate(ByteSpan tcp_header, size_t payload_len) {
   return payload_len != 0 && tcp_header.size() >= kTcpMinHeaderLen &&
-         tcp_header[kTcpFlagsOffset] == kTcpFlagAckOnly &&
+         (tcp_header[kTcpFlagsOffset] & ~kTcpFlagPsh) == kTcpFlagAck &&
          size_t{(tcp_header[kTcpDataOffsetOffset] >> 4) * 4u} == tcp_header.size();
 }
 
@@ -410,11 +418,13 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
         LoadBe32(hdr.data() + kTcpSeqOffset) != r.next_seq || len > r.seg_len) {
       continue;
     }
-    // Ports; ACK number, data offset, flags, window; urgent pointer and
-    // options (timestamps included): all but sequence number and checksum.
+    // Ports; ACK number, data offset, window; urgent pointer and options
+    // (timestamps included): all but sequence number, PSH and checksum.
     if (std::memcmp(hdr.data(), th, kTcpSeqOffset) != 0 ||
         std::memcmp(hdr.data() + kTcpAckOffset, th + kTcpAckOffset,
-                    kTcpChecksumOffset - kTcpAckOffset) != 0 ||
+                    kTcpFlagsOffset - kTcpAckOffset) != 0 ||
+        std::memcmp(hdr.data() + kTcpFlagsOffset + 1, th + kTcpFlagsOffset + 1,
+                    kTcpChecksumOffset - kTcpFlagsOffset - 1) != 0 ||
         std::memcmp(hdr.data() + kTcpUrgentOffset, th + kTcpUrgentOffset,
                     hl - kTcpUrgentOffset) != 0) {
       continue;
@@ -476,6 +486,7 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
       stats_->tso_segments_out.Add();
     }
     stats_->tso_segments_out.Add();
+    th[kTcpFlagsOffset] = hdr[kTcpFlagsOffset];  // the PSH of the last segment
     ++r.segs;
     r.next_seq += static_cast<uint32_t>(len);
     if (len < r.seg_len) r.closed = true;
