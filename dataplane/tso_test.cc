@@ -351,6 +351,32 @@ TEST_F(TsoTest, A64KiBMessageLeavesAsTsoFramesTheDeviceCutsIntoTheSameSegments) 
   EXPECT_EQ(rte_mempool_avail_count(port_.pool), free_before);  // chains freed whole
 }
 
+// ports[].tso: on is a promise the device must keep: a port without TSO
+// stops the daemon at start-up with the key's position and the fix.
+TEST_F(TsoTest, TsoOnRefusesADeviceWithoutIt) {
+  rte_ring* rx = rte_ring_create("tso_on_rx", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  rte_ring* tx = rte_ring_create("tso_on_tx", 64, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+  ASSERT_NE(rx, nullptr);
+  ASSERT_NE(tx, nullptr);
+  const int port_id = rte_eth_from_rings("tso_on", &rx, 1, &tx, 1, 0);
+  ASSERT_GE(port_id, 0);
+  char ethdev[RTE_ETH_NAME_MAX_LEN];
+  ASSERT_EQ(rte_eth_dev_get_name_by_port(static_cast<uint16_t>(port_id), ethdev), 0);
+  config::Config cfg = cfg_;
+  cfg.ports[0].vdev = ethdev;
+  cfg.ports[0].tso = config::TsoMode::kOn;
+  cfg.ports[0].tso_origin.text = "t.yaml:5:10";
+  absl::StatusOr<PortRuntime> p = SetupPort(cfg, 0);
+  rte_ring_free(rx);
+  rte_ring_free(tx);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string msg(p.status().message());
+  EXPECT_EQ(msg.rfind("t.yaml:5:10: ports[].tso: port 'r0' (net_ring) does not offer TCP "
+                      "segmentation offload", 0), 0u) << msg;
+  EXPECT_NE(msg.find("set tso: auto or off"), std::string::npos) << msg;
+}
+
 // tcp_lite sets PSH on each segment that empties its send buffer: FPDUs
 // posted one at a time all carry it. A run collapses them (RFC 9293
 // 3.9.1.2): the device puts PSH on the run's last segment only.
