@@ -39,6 +39,7 @@ namespace iwarp {
   X(kIpv4NoRoute, "ipv4_no_route", "no interface or gateway for the destination") \
   X(kIpv4TtlExpired, "ipv4_ttl_expired", "TTL zero on arrival")                 \
   X(kIpv4UnknownProtocol, "ipv4_unknown_protocol", "no handler for IP protocol") \
+  X(kIpv4OverMtu, "ipv4_over_mtu", "datagram longer than the port MTU and not coalesced by the device") \
   /* ICMP */                                                                    \
   X(kIcmpTruncated, "icmp_truncated", "ICMP message shorter than its header")   \
   X(kIcmpBadChecksum, "icmp_bad_checksum", "ICMP checksum mismatch")            \

@@ -564,6 +564,8 @@ constexpr std::pair<absl::string_view, CorruptChecksum> kCorruptChecksumNames[] 
 constexpr std::pair<absl::string_view, SynCookies> kSynCookieNames[] = {
     {"off", SynCookies::kOff}, {"on_pressure", SynCookies::kOnPressure},
     {"always", SynCookies::kAlways}};
+constexpr std::pair<absl::string_view, TsoMode> kTsoModeNames[] = {
+    {"auto", TsoMode::kAuto}, {"on", TsoMode::kOn}, {"off", TsoMode::kOff}};
 constexpr std::pair<absl::string_view, CongestionControl> kCongestionControlNames[] = {
     {"newreno", CongestionControl::kNewReno}, {"cubic", CongestionControl::kCubic}};
 constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
@@ -765,6 +767,12 @@ bool Loader::ReadPort(const YAML::Node& item, const std::string& path) {
                  return true;
                }},
               {"promiscuous", Bool(&port.promiscuous)},
+              {"tso",
+               [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+                 if (!Enum(&port.tso, kTsoModeNames)(k, v, p)) return false;
+                 port.tso_origin.text = absl::StrCat(source_, ":", Position(v.Mark()));
+                 return true;
+               }},
               {"impairment",
                [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
                  return ReadImpairment(k, v, p, &port.impairment);
@@ -1905,7 +1913,7 @@ std::string DescribeConfig(const Config& c) {
                     ", mtu ", p.mtu, ", rx queues ", queues(p.rx_queues), " x ",
                     p.rx_descriptors, " descriptors, tx queues ", queues(p.tx_queues), " x ",
                     p.tx_descriptors, " descriptors, promiscuous ",
-                    p.promiscuous ? "on" : "off", "\n");
+                    p.promiscuous ? "on" : "off", ", tso ", NameOf(p.tso, kTsoModeNames), "\n");
     if (!p.impairment.empty()) {
       absl::StrAppend(&out, "  port ", absl::CHexEscape(p.name), " impairment: seed ",
                       p.impairment.seed, ", ", p.impairment.rx.size(), " rx rules, ",
@@ -2000,7 +2008,8 @@ std::string FormatConfigYaml(const Config& c) {
     absl::StrAppend(&out, "\n    mtu: ", p.mtu, "\n    rx_queues: ", p.rx_queues,
                     "\n    tx_queues: ", p.tx_queues, "\n    rx_descriptors: ", p.rx_descriptors,
                     "\n    tx_descriptors: ", p.tx_descriptors,
-                    "\n    promiscuous: ", p.promiscuous ? "true" : "false", "\n");
+                    "\n    promiscuous: ", p.promiscuous ? "true" : "false",
+                    "\n    tso: ", NameOf(p.tso, kTsoModeNames), "\n");
     if (!p.impairment.empty()) {
       absl::StrAppend(&out, "    impairment:\n      seed: ", p.impairment.seed, "\n");
       auto rules = [&out](absl::string_view dir, const std::vector<ImpairRule>& list) {

@@ -86,6 +86,19 @@ struct ImpairmentConfig {
   friend bool operator==(const ImpairmentConfig&, const ImpairmentConfig&) = default;
 };
 
+// Where a key stood in the file ("file:line:column"), for errors found after
+// loading (at device start-up). Not part of the configured value: two
+// configs that differ only in layout compare equal.
+struct SourcePosition {
+  std::string text;  // "" when the key was absent
+
+  friend bool operator==(const SourcePosition&, const SourcePosition&) { return true; }
+};
+
+// Whether a port hands runs of TCP segments to the device as one TSO frame
+// (and accepts the device's coalesced/LRO frames on receive).
+enum class TsoMode { kAuto, kOn, kOff };
+
 struct PortConfig {
   std::string name;          // operator's name, unique; used by interfaces
   std::string vdev;          // DPDK vdev spec, e.g. "net_tap0,iface=iw0"
@@ -96,6 +109,10 @@ struct PortConfig {
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
   bool promiscuous = false;
+  // auto: TCP segmentation offload when the device offers it; on: the port
+  // refuses to start without it; off: never.
+  TsoMode tso = TsoMode::kAuto;
+  SourcePosition tso_origin;  // of the tso key, for start-up errors
   ImpairmentConfig impairment;
 
   friend bool operator==(const PortConfig&, const PortConfig&) = default;

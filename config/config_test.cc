@@ -188,7 +188,7 @@ TEST(ConfigLoad, EveryValueRead) {
       " extra_args: [--iova-mode=pa, \"x y\"], cpus: [1, 0]}\n"
       "ports:\n"
       "  - {name: Nic_1, pci: 03:1F.7, mtu: 9600, rx_queues: 4, tx_queues: 2,\n"
-      "     rx_descriptors: 64, tx_descriptors: 16384, promiscuous: TRUE}\n"
+      "     rx_descriptors: 64, tx_descriptors: 16384, promiscuous: TRUE, tso: off}\n"
       "interfaces:\n"
       "  - {port: Nic_1, ipv4: 10.1.2.3/31, gateway: 10.1.2.2}\n"
       "  - {port: Nic_1, ipv4: 10.9.0.7/32}\n"
@@ -212,6 +212,8 @@ TEST(ConfigLoad, EveryValueRead) {
   EXPECT_EQ(p.rx_descriptors, 64);
   EXPECT_EQ(p.tx_descriptors, 16384);
   EXPECT_TRUE(p.promiscuous);
+  EXPECT_EQ(p.tso, TsoMode::kOff);
+  EXPECT_EQ(p.tso_origin.text, "<string>:5:73");
   EXPECT_EQ(c->interfaces.at(0).ipv4.address, 0x0a010203u);
   EXPECT_EQ(c->interfaces.at(0).ipv4.prefix_len, 31);
   EXPECT_EQ(c->interfaces.at(0).gateway, 0x0a010202u);
@@ -268,7 +270,7 @@ TEST(ConfigDescribe, DefaultExample) {
             "config d.yaml (schema version 1)\n"
             "  eal: main lcore 0, memory 512 MiB, hugepages auto, file prefix iwarpd, extra args []\n"
             "  port p0: vdev net_null0, mtu 1500, rx queues 1 (one per worker) x 1024 descriptors,"
-            " tx queues 1 (one per worker) x 1024 descriptors, promiscuous off\n"
+            " tx queues 1 (one per worker) x 1024 descriptors, promiscuous off, tso auto\n"
             "  interface on p0: 198.18.0.1/24, gateway 198.18.0.254\n"
             "  workers: lcores [1], burst 32, busy polling\n"
             "  mempools: 8191 mbufs per port, cache 256, data room 2176 bytes\n"
@@ -482,7 +484,7 @@ TEST(ConfigErrors, Ports) {
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n    mtus: 9000\n"
                   "workers: {lcores: [1]}\n"),
             "t.yaml:5:5: ports[0].mtus: unknown key; allowed keys: name, vdev, pci, mtu, "
-            "rx_queues, tx_queues, rx_descriptors, tx_descriptors, promiscuous, impairment "
+            "rx_queues, tx_queues, rx_descriptors, tx_descriptors, promiscuous, tso, impairment "
             "(did you mean 'mtu'?)");
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
                   "    rx_descriptors: 1000\nworkers: {lcores: [1]}\n"),
@@ -491,6 +493,9 @@ TEST(ConfigErrors, Ports) {
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
                   "    promiscuous: yes\nworkers: {lcores: [1]}\n"),
             "t.yaml:5:18: ports[0].promiscuous: 'yes' is not a boolean; allowed: true or false");
+  EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
+                  "    tso: yes\nworkers: {lcores: [1]}\n"),
+            "t.yaml:5:10: ports[0].tso: 'yes' is not a known value; allowed: auto, on, off");
   EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\n"
                   "    tx_queues: 65\nworkers: {lcores: [1]}\n"),
             "t.yaml:5:16: ports[0].tx_queues: 65 is out of range; allowed: an integer from 0 to 64");

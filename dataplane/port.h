@@ -42,6 +42,16 @@ struct PortRuntime {
   uint16_t nb_rxd = 0;
   uint16_t nb_txd = 0;
   Steering steering = Steering::kSingleWorker;
+  // TCP segmentation offload (ports[].tso): the device takes TSO frames
+  // (RTE_ETH_TX_OFFLOAD_TCP_TSO with TCP checksum offload and mbuf chains).
+  bool tso = false;
+  // The device fills the IPv4 header checksum of TSO frames itself; without
+  // it the header checksum is computed in software once per frame.
+  bool tx_ip_checksum = false;
+  // ports[].tso is not off: the device's receive flags (TCP checksum
+  // verdict, coalesced frames) are believed (RxOffload); RX TCP checksum
+  // offload is enabled where the device offers it.
+  bool rx_offload_flags = false;
   rte_mempool* pool = nullptr;  // owned; freed by ClosePort
   std::vector<InterfaceAddress> addrs;
   uint32_t gateway = 0;

@@ -120,6 +120,7 @@ int PortsCommand(const char*, const char*, rte_tel_data* d) {
     rte_tel_data_add_dict_u64(c, "rx_descriptors", p.nb_rxd);
     rte_tel_data_add_dict_u64(c, "tx_descriptors", p.nb_txd);
     rte_tel_data_add_dict_string(c, "steering", SteeringName(p.steering));
+    rte_tel_data_add_dict_string(c, "tso", p.tso ? "on" : "off");
     rte_eth_stats st{};
     if (rte_eth_stats_get(p.port_id, &st) == 0) {
       rte_tel_data_add_dict_u64(c, "ipackets", st.ipackets);

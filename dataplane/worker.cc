@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/checksum.h"
 #include "dataplane/l3/flow_hash.h"
 #include "dataplane/l3/ipv4.h"
 #include "dataplane/log.h"
@@ -31,7 +32,7 @@ __extension__ typedef unsigned __int128 Uint128;
 std::vector<L3Port> ToL3Ports(std::span<const PortRuntime> ports) {
   std::vector<L3Port> out;
   for (const PortRuntime& p : ports) {
-    out.push_back(L3Port{p.port_id, p.mac, p.addrs, p.gateway});
+    out.push_back(L3Port{p.port_id, p.mac, p.addrs, p.gateway, p.mtu});
   }
   return out;
 }
@@ -127,14 +128,21 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
     TxBuffer tx;
     tx.port_id = p.port_id;
     tx.queue_id = static_cast<uint16_t>(index_);
+    tx.tso = p.tso;
+    tx.tx_ip_checksum = p.tx_ip_checksum;
+    any_tso_ = any_tso_ || p.tso;
     tx_.push_back(tx);
     pool_[p.port_id] = p.pool;
     soft_steer_[p.port_id] = p.steering == Steering::kSoftware;
     if (p.steering == Steering::kSoftware) soft_rule_ = true;
     if (p.steering == Steering::kRss) ReadRss(p);
+    rx_coalesce_trusted_[p.port_id] = p.rx_offload_flags;
+    rx_checksum_trusted_[p.port_id] = p.rx_offload_flags;
     for (const config::PortConfig& pc : cfg.ports) {
       if (pc.name != p.name || p.port_id >= kMaxPorts) continue;
       const config::ImpairmentConfig& imp = pc.impairment;
+      // The RX stage rewrites frames after the device judged them.
+      if (!imp.rx.empty()) rx_checksum_trusted_[p.port_id] = false;
       if (!imp.rx.empty()) {
         rx_impair_[p.port_id] = std::make_unique<ImpairmentStage>(
             imp.rx, ImpairmentStage::MixSeed(imp.seed, p.port_id, false, index_), stats_,
@@ -392,11 +400,170 @@ bool Worker::PortOwnedHere(void* worker, const tcp::FourTuple& t) {
 
 bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
                          std::span<const ByteSpan> payload) {
-  return EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload, /*tcp_payload_sum=*/true);
+  if (!any_tso_) {
+    return EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload, /*tcp_payload_sum=*/true);
+  }
+  size_t len = 0;
+  for (ByteSpan p : payload) len += p.size();
+  if (AppendToTsoRun(src_ip, dst_ip, tcp_header, payload, len)) return true;
+  rte_mbuf* built = nullptr;
+  const bool ok = EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload,
+                           /*tcp_payload_sum=*/true, &built);
+  if (built != nullptr) StartTsoRun(built, tcp_header, len);
+  return ok;
+}
+
+namespace {
+
+inline constexpr size_t kTcpSeqOffset = 4;
+inline constexpr size_t kTcpAckOffset = 8;
+inline constexpr size_t kTcpDataOffsetOffset = 12;
+inline constexpr size_t kTcpFlagsOffset = 13;
+inline constexpr size_t kTcpChecksumOffset = 16;
+inline constexpr size_t kTcpUrgentOffset = 18;
+inline constexpr size_t kTcpMinHeaderLen = 20;
+inline constexpr uint8_t kTcpFlagAck = 0x10;
+inline constexpr uint8_t kTcpFlagPsh = 0x08;
+// The most payload mbufs one appended segment may need (a 9000-byte MSS in
+// mbufs of the smallest data room a port gets, 2 KiB).
+inline constexpr unsigned kMaxAppendMbufs = 8;
+
+// A segment that may be part of a TSO frame: data, ACK, and PSH or not.
+// SYN, FIN, RST, URG and the ECN bits prevent a run (properties of one
+// segment that segmentation would copy to all). PSH is collapsed: a TSO
+// frame carries the PSH of its last segment, which the device sets on the
+// last segment only (RTE_MBUF_F_TX_TCP_SEG, as NICs, Linux GSO and
+// librte_gso do); RFC 9293 3.9.1.2 (RFC 1122 4.2.2.2): the PSH bit is not a
+// record marker, and a sender SHOULD collapse successive PSH bits when it
+// packetizes data into the largest possible segment. tcp_lite sets PSH on
+// every segment that empties its send buffer, i.e. on each FPDU an
+// application posts alone.
+bool TsoCandidate(ByteSpan tcp_header, size_t payload_len) {
+  return payload_len != 0 && tcp_header.size() >= kTcpMinHeaderLen &&
+         (tcp_header[kTcpFlagsOffset] & ~kTcpFlagPsh) == kTcpFlagAck &&
+         size_t{(tcp_header[kTcpDataOffsetOffset] >> 4) * 4u} == tcp_header.size();
+}
+
+}  // namespace
+
+void Worker::StartTsoRun(rte_mbuf* m, ByteSpan tcp_header, size_t payload_len) {
+  if (!TsoCandidate(tcp_header, payload_len) || payload_len > UINT16_MAX) return;
+  for (TxBuffer& tx : tx_) {
+    if (!tx.tso || tx.count == 0 || tx.pkts[tx.count - 1] != m || m->nb_segs != 1) continue;
+    tx.run = TsoRun{m, m, LoadBe32(tcp_header.data() + kTcpSeqOffset) +
+                              static_cast<uint32_t>(payload_len),
+                    static_cast<uint16_t>(payload_len), 1, false};
+    return;
+  }
+}
+
+bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
+                            std::span<const ByteSpan> payload, size_t len) {
+  if (!TsoCandidate(hdr, len)) return false;
+  for (TxBuffer& tx : tx_) {
+    TsoRun& r = tx.run;
+    if (r.head == nullptr || r.closed) continue;
+    if (tx.count == 0 || tx.pkts[tx.count - 1] != r.head) {
+      r = TsoRun{};  // another frame followed: the run is over
+      continue;
+    }
+    uint8_t* f = rte_pktmbuf_mtod(r.head, uint8_t*);
+    uint8_t* ip = f + kEthHeaderLen;
+    uint8_t* th = ip + kIpv4MinHeaderLen;
+    const size_t hl = hdr.size();
+    if (LoadBe32(ip + kIpv4SrcOffset) != src_ip || LoadBe32(ip + kIpv4DstOffset) != dst_ip ||
+        size_t{(th[kTcpDataOffsetOffset] >> 4) * 4u} != hl ||
+        LoadBe32(hdr.data() + kTcpSeqOffset) != r.next_seq || len > r.seg_len) {
+      continue;
+    }
+    // Ports; ACK number, data offset, window; urgent pointer and options
+    // (timestamps included): all but sequence number, PSH and checksum.
+    if (std::memcmp(hdr.data(), th, kTcpSeqOffset) != 0 ||
+        std::memcmp(hdr.data() + kTcpAckOffset, th + kTcpAckOffset,
+                    kTcpFlagsOffset - kTcpAckOffset) != 0 ||
+        std::memcmp(hdr.data() + kTcpFlagsOffset + 1, th + kTcpFlagsOffset + 1,
+                    kTcpChecksumOffset - kTcpFlagsOffset - 1) != 0 ||
+        std::memcmp(hdr.data() + kTcpUrgentOffset, th + kTcpUrgentOffset,
+                    hl - kTcpUrgentOffset) != 0) {
+      continue;
+    }
+    const size_t ip_total = LoadBe16(ip + kIpv4TotalLengthOffset) + len;
+    if (ip_total > UINT16_MAX) {
+      r.closed = true;
+      return false;
+    }
+    // Every mbuf is taken before anything is copied: a shortage leaves the
+    // frame as it was.
+    rte_mempool* pool = pool_[tx.port_id];
+    const size_t room = rte_pktmbuf_tailroom(r.last);
+    const size_t per_mbuf = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
+    const size_t need = len > room ? (len - room + per_mbuf - 1) / per_mbuf : 0;
+    rte_mbuf* more[kMaxAppendMbufs];
+    if (need > kMaxAppendMbufs ||
+        (need != 0 && rte_pktmbuf_alloc_bulk(pool, more, static_cast<unsigned>(need)) != 0)) {
+      return false;
+    }
+    size_t used = 0;
+    rte_mbuf* seg = r.last;
+    for (ByteSpan piece : payload) {
+      size_t off = 0;
+      while (off < piece.size()) {
+        if (rte_pktmbuf_tailroom(seg) == 0) {
+          seg->next = more[used++];
+          seg = seg->next;
+          ++r.head->nb_segs;
+        }
+        const size_t n = std::min<size_t>(piece.size() - off, rte_pktmbuf_tailroom(seg));
+        std::memcpy(rte_pktmbuf_mtod_offset(seg, uint8_t*, seg->data_len), piece.data() + off, n);
+        seg->data_len = static_cast<uint16_t>(seg->data_len + n);
+        off += n;
+      }
+    }
+    // Defensive: the copy above fills each mbuf before taking the next, so
+    // it uses exactly `need`.
+    if (used < need) rte_pktmbuf_free_bulk(more + used, static_cast<unsigned>(need - used));
+    r.head->pkt_len += static_cast<uint32_t>(len);
+    r.last = seg;
+    if (r.segs == 1) {
+      // The frame becomes a TSO frame (rte_mbuf_core.h TX offload contract):
+      // the device cuts it every tso_segsz payload bytes, repeating these
+      // headers with the sequence number, IPv4 length, id (+1 per segment)
+      // and both checksums filled in per segment. The TCP checksum field
+      // holds the pseudo-header sum without the length (rte_ipv4_phdr_cksum
+      // with RTE_MBUF_F_TX_TCP_SEG).
+      r.head->l2_len = kEthHeaderLen;
+      r.head->l3_len = kIpv4MinHeaderLen;
+      r.head->l4_len = static_cast<uint16_t>(hl);
+      r.head->tso_segsz = r.seg_len;
+      r.head->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM |
+                          (tx.tx_ip_checksum ? RTE_MBUF_F_TX_IP_CKSUM : 0);
+      const uint32_t phdr = (src_ip >> 16) + (src_ip & 0xffff) + (dst_ip >> 16) +
+                            (dst_ip & 0xffff) + kIpProtoTcp;
+      StoreBe16(th + kTcpChecksumOffset, static_cast<uint16_t>(~ChecksumFold(phdr)));
+      stats_->tso_frames_out.Add();
+      stats_->tso_segments_out.Add();
+    }
+    stats_->tso_segments_out.Add();
+    th[kTcpFlagsOffset] = hdr[kTcpFlagsOffset];  // the PSH of the last segment
+    ++r.segs;
+    r.next_seq += static_cast<uint32_t>(len);
+    if (len < r.seg_len) r.closed = true;
+    // The device numbers the segments' IPv4 ids from the first one's: the
+    // ids stay those separate frames would have had.
+    ++ip_id_;
+    StoreBe16(ip + kIpv4TotalLengthOffset, static_cast<uint16_t>(ip_total));
+    StoreBe16(ip + kIpv4ChecksumOffset, 0);
+    if (!tx.tx_ip_checksum) {
+      StoreBe16(ip + kIpv4ChecksumOffset, InternetChecksum(ByteSpan(ip, kIpv4MinHeaderLen)));
+    }
+    return true;
+  }
+  return false;
 }
 
 bool Worker::EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan first,
-                      std::span<const ByteSpan> rest, bool tcp_payload_sum) {
+                      std::span<const ByteSpan> rest, bool tcp_payload_sum, rte_mbuf** built) {
+  if (built != nullptr) *built = nullptr;
   size_t l4 = first.size();
   for (ByteSpan p : rest) l4 += p.size();
   const size_t total = kEthHeaderLen + kIpv4MinHeaderLen + l4;
@@ -432,6 +599,7 @@ bool Worker::EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan 
       out += p.size();
     }
   }
+  if (built != nullptr) *built = m;
   NextHop nh;
   switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
     case ResolveResult::kResolved:
@@ -646,6 +814,7 @@ void Worker::Enqueue(rte_mbuf* m) {
 
 void Worker::Flush(TxBuffer& tx) {
   if (tx.count == 0) return;
+  tx.run = TsoRun{};  // the device may own (and free) its frame from here on
   // Byte counts are taken before the burst: the driver may free the mbufs.
   uint64_t bytes[kMaxBurst + 1];
   bytes[0] = 0;
@@ -689,6 +858,7 @@ void Worker::DropHeldTx() {
     rte_pktmbuf_free_bulk(tx.pkts.data(), tx.count);
     tx.count = 0;
     tx.held = 0;
+    tx.run = TsoRun{};
   }
 }
 
@@ -724,10 +894,22 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
       }
     }
   }
-  const RxAction a = stack_.HandleFrame(m->port, frame, now_ms);
+  RxOffload offload;
+  if (m->port < kMaxPorts && rx_coalesce_trusted_[m->port]) {
+    offload.coalesced = (m->ol_flags & RTE_MBUF_F_RX_LRO) != 0;
+    if (rx_checksum_trusted_[m->port]) {
+      // RTE_MBUF_F_RX_L4_CKSUM_NONE: the checksum field is not filled in but
+      // the data's integrity was verified (a virtio peer's checksum offload).
+      const uint64_t l4 = m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK;
+      offload.l4_checksum_ok =
+          l4 == RTE_MBUF_F_RX_L4_CKSUM_GOOD || l4 == RTE_MBUF_F_RX_L4_CKSUM_NONE;
+    }
+  }
+  const RxAction a = stack_.HandleFrame(m->port, frame, now_ms, offload);
   if (a.kind == RxAction::Kind::kLocalTcp && tcp_ != nullptr) {
     tcp_->Input(a.src_ip, a.dst_ip, ByteSpan(frame.data() + a.l4_offset, a.l4_length),
-                clock_.now_us);
+                clock_.now_us,
+                a.l4_checksum_ok ? tcp::ChecksumCheck::kSkip : tcp::ChecksumCheck::kVerify);
     rte_pktmbuf_free(m);
     return;
   }
@@ -787,6 +969,27 @@ uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms
   return HandleBurst(pkts, n, now_ms);
 }
 
+void Worker::FillTcpChecksum(MutableByteSpan frame) {
+  if (frame.size() < kEthHeaderLen || LoadBe16(frame.data() + kEthTypeOffset) != kEtherTypeIpv4) {
+    return;
+  }
+  MutableByteSpan ip = frame.subspan(kEthHeaderLen);
+  Ipv4Header h;
+  if (ParseIpv4(ip, &h) != DropReason::kNone || h.protocol != kIpProtoTcp) return;
+  const size_t tcp_len = h.total_len - h.header_len;
+  if (tcp_len < 20) return;
+  uint8_t* th = ip.data() + h.header_len;
+  uint8_t pseudo[12];
+  StoreBe32(pseudo, h.src);
+  StoreBe32(pseudo + 4, h.dst);
+  pseudo[8] = 0;
+  pseudo[9] = kIpProtoTcp;
+  StoreBe16(pseudo + 10, static_cast<uint16_t>(tcp_len));
+  StoreBe16(th + 16, 0);  // RFC 9293 3.1: summed as zero
+  StoreBe16(th + 16, ChecksumFold(ChecksumAdd(ChecksumAdd(0, ByteSpan(pseudo, sizeof(pseudo))),
+                                              ByteSpan(th, tcp_len))));
+}
+
 uint16_t Worker::HandleBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms) {
   if (n == 0) return 0;
   uint64_t bytes = 0;
@@ -797,6 +1000,13 @@ uint16_t Worker::HandleBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms)
     rte_mbuf* m = pkts[i];
     ImpairmentStage* stage = m->port < kMaxPorts ? rx_impair_[m->port].get() : nullptr;
     if (stage != nullptr && m->nb_segs == 1) {
+      // The stage may damage the frame after the device judged it, so the
+      // worker checks TCP checksums itself on such ports: a checksum the
+      // device left unfilled (its data vouched for) is filled in first.
+      if (rx_coalesce_trusted_[m->port] &&
+          (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_NONE) {
+        FillTcpChecksum(MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)));
+      }
       stage->Process(m, MutableByteSpan(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m)),
                      now_ms);
     } else {

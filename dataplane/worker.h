@@ -184,11 +184,26 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
     uint16_t port_id;
     uint16_t queue_id;
   };
+  // The TCP segment run a TSO frame is being built from (ports[].tso): the
+  // last frame of a TX buffer, which later segments of the same connection
+  // join while they are consecutive, carry the same ACK-only header but for
+  // the sequence number, and every segment but the last has `seg_len` bytes.
+  struct TsoRun {
+    rte_mbuf* head = nullptr;  // the buffer's last frame; nullptr = no run
+    rte_mbuf* last = nullptr;  // last mbuf of head's chain
+    uint32_t next_seq = 0;     // sequence number the next segment must carry
+    uint16_t seg_len = 0;      // payload bytes of each segment (tso_segsz)
+    uint16_t segs = 0;         // segments the frame carries
+    bool closed = false;       // a shorter segment was the last one
+  };
   struct TxBuffer {
     uint16_t port_id = 0;
     uint16_t queue_id = 0;
     uint16_t count = 0;
     uint16_t held = 0;  // frames at the front already refused once (counted in tx_held)
+    bool tso = false;             // the port takes TSO frames (PortRuntime::tso)
+    bool tx_ip_checksum = false;  // ... and fills their IPv4 checksum
+    TsoRun run;
     std::array<rte_mbuf*, kMaxBurst> pkts{};
   };
   // ARP knowledge passed between workers (ring element; size multiple of 4).
@@ -214,6 +229,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   };
 
   void HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms);
+  // Writes the TCP checksum of an Ethernet/IPv4/TCP frame (any other frame
+  // is left alone): for frames whose checksum the device left unfilled
+  // before an rx impairment stage sees them.
+  static void FillTcpChecksum(MutableByteSpan frame);
   // Every frame to send: through the port's TX impairment stage, then Enqueue.
   void Transmit(rte_mbuf* m);
   // Queues `m` on the TX buffer of m->port; sends a full buffer at once.
@@ -240,8 +259,19 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // With `tcp_payload_sum`, `first` is a TCP header whose checksum still
   // lacks the payload (tcp::TcpOutput::SumsPayload): `rest` is summed while
   // it is copied and the copied header's checksum completed.
+  // `built`, when given, receives the frame's mbuf (nullptr if none was
+  // made); it may already be sent or queued for ARP when this returns.
   bool EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan first,
-                std::span<const ByteSpan> rest, bool tcp_payload_sum = false);
+                std::span<const ByteSpan> rest, bool tcp_payload_sum = false,
+                rte_mbuf** built = nullptr);
+  // TSO (ports[].tso): appends the segment to the run at the end of a TX
+  // buffer when it continues it (see TsoRun); false if it does not, or no
+  // mbuf was free, and the segment is then sent as a frame of its own.
+  bool AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                      std::span<const ByteSpan> payload, size_t payload_len);
+  // Starts a run at frame `m` (just built from this segment) if it is the
+  // last frame of a TSO port's TX buffer and may be continued.
+  void StartTsoRun(rte_mbuf* m, ByteSpan tcp_header, size_t payload_len);
   uint32_t SourceFor(uint32_t dst_ip) const;
   // Timers, services and the wire engine; returns the wire engine's work
   // (application QPs count as activity: no idle sleep while they move data).
@@ -278,6 +308,13 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // Some port is steered in software, or an RSS port's key or table could
   // not be read back (then flow_hash.h's rule is all we know).
   bool soft_rule_ = false;
+  // port id -> the device's coalesced-frame flag (RX_LRO) is believed
+  // (ports[].tso not off).
+  std::array<bool, kMaxPorts> rx_coalesce_trusted_{};
+  // port id -> its TCP checksum verdict is believed as well (no rx
+  // impairment rules rewriting frames after the device judged them).
+  std::array<bool, kMaxPorts> rx_checksum_trusted_{};
+  bool any_tso_ = false;                           // some TX buffer has tso
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;

@@ -26,12 +26,27 @@ port cannot carry.
          1514 bytes on average, and no chained mbuf may arrive (every frame
          in one mbuf).
 
+  tso:   TCP segmentation offload over vhost-user at MTU 1500: net_vhost on
+         A with tso=1 (offers HOST_TSO4 to the virtio side) and ext-buffer=1
+         (a large frame arrives in one buffer), net_virtio_user on B with
+         `tso: on`. B's verified RDMA Writes of 64 KiB and 16 MiB (and
+         64 KiB Writes with MPA markers, whose FPDUs differ in length) leave
+         as TSO frames: B's tso_frames_out / tso_segments_out and A's
+         rx_coalesced must move, A must receive frames far larger than the
+         MTU and no chained mbuf, and A's Read responses (net_vhost offers
+         no TSO: single segments) verify as well. Then the same runs with
+         A's receive impairment corrupting one payload byte of one large
+         frame (TCP checksum fixed up): A then checks TCP checksums itself
+         (net_vhost fills them in), the MPA CRC catches the corruption and
+         ends that one run with the Terminate "CRC error"; no corrupted
+         byte is placed, the other runs verify.
+
 jumbo and limit need no hugepages (net_pcap and net_af_packet run with
 --no-huge); vhost needs 2 x VHOST_MEMORY_MB of them (virtio-user hands its
 memory to the backend by file descriptor: --in-memory --single-file-segments).
 
   mtu_jumbo.py CASE --iwarpd PATH --iwarpctl PATH
-  CASE: jumbo | vhost | limit
+  CASE: jumbo | vhost | tso | limit
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no netns, no dumpcap).
 """
@@ -158,8 +173,8 @@ class VhostPort:
     --single-file-segments beside iwarpd's --huge-unlink otherwise). Fewer mbufs than the harness default keep the
     hugepage use small (VHOST_MBUFS of 9.2 KiB: about 37 MiB)."""
 
-    def use_vhost(self, vdev, mtu):
-        self.vdev, self.mtu = vdev, mtu
+    def use_vhost(self, vdev, mtu, port_extra=""):
+        self.vdev, self.mtu, self.port_extra = vdev, mtu, port_extra
 
     def config_text(self):
         text = super().config_text()
@@ -167,7 +182,8 @@ class VhostPort:
                                                                                  self.sock)
         check(memif in text and "  hugepages: on\n" in text and "  mbufs: 16383\n" in text,
               "the daemon harness config has the memif port, hugepages and mbufs lines")
-        text = text.replace(memif, '    vdev: "%s"\n    mtu: %d\n' % (self.vdev, self.mtu))
+        text = text.replace(memif, '    vdev: "%s"\n    mtu: %d\n%s' % (self.vdev, self.mtu,
+                                                                      self.port_extra))
         text = text.replace("  hugepages: on\n", '  hugepages: on\n  extra_args: '
                             '["--in-memory", "--single-file-segments"]\n')
         text = text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB,
@@ -199,10 +215,10 @@ class VhostDaemon(VhostPort, iwd.MemifDaemon):
     namespace of its own."""
 
     def __init__(self, args, name, ip, vdev, mtu, services, iwarp="", main_lcore=0,
-                 worker_lcore=1):
+                 worker_lcore=1, port_extra=""):
         super().__init__(args, name, ip, "server", "unused", services, iwarp=iwarp,
                          main_lcore=main_lcore, worker_lcore=worker_lcore)
-        self.use_vhost(vdev, mtu)
+        self.use_vhost(vdev, mtu, port_extra)
 
 
 def pcap_vdev(iface):
@@ -406,6 +422,115 @@ def case_vhost(args):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def tso_vhost_vdev(sock):
+    # tso=1: the backend offers HOST_TSO4/6, so the virtio side may hand it
+    # TSO frames; ext-buffer=1: such a frame is dequeued into one external
+    # buffer (without it, a chain of mbufs, which the worker does not take).
+    return "net_vhost0,iface=%s,queues=1,tso=1,ext-buffer=1" % sock
+
+
+TSO_MTU = 1500
+
+
+def case_tso(args):
+    """TSO over vhost-user at MTU 1500 (see the module comment)."""
+    if iwd.free_hugepage_mib() < 2 * VHOST_MEMORY_MB:
+        log("SKIP: vhost-user needs hugepages (virtio-user shares its memory by file "
+            "descriptor): %d MiB free, %d MiB needed" %
+            (iwd.free_hugepage_mib(), 2 * VHOST_MEMORY_MB))
+        sys.exit(iwd.SKIP)
+    clients = [("w64k", "write", 65536, 256, 8), ("w16m", "write", 16 * MIB, 2, 1),
+               ("r64k", "read", 65536, 64, 8)]
+    markers = ("wm64k", "write", 65536, 64, 8)
+    services = "".join(iwd.client(*c) for c in clients)
+    services += iwd.client(*markers, port=iwd.PORT_MARKERS, markers=True)
+    clients.append(markers)
+    for impaired in (False, True):
+        work = tempfile.mkdtemp(prefix="iwarpd_tso_")
+        sock = os.path.join(work, "vhost.sock")
+        a = b = None
+        try:
+            a_extra = ""
+            if impaired:
+                # One payload byte of the 20th data frame A receives on the
+                # CRC port (a coalesced frame), the TCP checksum fixed up:
+                # only the MPA CRC can catch it.
+                a_extra = ("    impairment:\n      rx:\n"
+                           "        - {action: corrupt, protocol: tcp, port: %d,"
+                           " min_payload: 1000, first: 20, last: 20, checksum: fixed}\n"
+                           % iwd.PORT_CRC)
+            a = VhostDaemon(args, "ta", iwd.A_IP, tso_vhost_vdev(sock), TSO_MTU,
+                            iwd.responder_services(), iwd.RESPONDER_IWARP, port_extra=a_extra)
+            a.start()
+            b = VhostDaemon(args, "tb", iwd.B_IP, virtio_user_vdev(sock), TSO_MTU, services,
+                            main_lcore=1, worker_lcore=0, port_extra="    tso: on\n")
+            b.start()
+            deadline = time.time() + 50
+            while True:
+                svcs = b.services_by_name()
+                if all(svcs[c[0]].get("run") in ("ok", "failed") for c in clients):
+                    break
+                if time.time() > deadline:
+                    raise TestFailure("client runs did not finish in 50 s: %s" % svcs)
+                time.sleep(0.2)
+            totals = {d.prefix: d.totals() for d in (a, b)}
+            ports = {d.prefix: d.ctl_json("ports") for d in (a, b)}
+            for d in (a, b):
+                t = totals[d.prefix]
+                reasons = {k: v for k, v in t.items() if k.startswith("drop_") and v}
+                log("%s: tso_frames_out %d, tso_segments_out %d, rx_coalesced %d, rx %d frames "
+                    "%d bytes; drops %s" % (d.prefix, t["tso_frames_out"], t["tso_segments_out"],
+                                            t["rx_coalesced"], t["rx_packets"], t["rx_bytes"],
+                                            reasons))
+            ta, tb = totals[a.prefix], totals[b.prefix]
+            if not impaired:
+                for c in clients:
+                    iwd.check_run(svcs, *c)
+            else:
+                # RFC 5044 8: the responder ends that connection with the LLP
+                # Terminate "CRC error" (layer 2, code 2); the others finish.
+                failed = [c for c in clients if svcs[c[0]]["run"] != "ok"]
+                check(ta["impair_corrupted_fixed"] == 1,
+                      "A's impairment corrupted %d frame" % ta["impair_corrupted_fixed"])
+                check(all(svcs[c[0]]["verify_failures"] == 0 for c in clients),
+                      "no corrupted byte reached a verified buffer: %s" %
+                      {c[0]: svcs[c[0]]["verify_failures"] for c in clients})
+                check(len(failed) == 1 and
+                      svcs[failed[0][0]]["last_terminate_received"] == "layer 2 etype 0 code 2",
+                      "exactly one run ended, with the Terminate 'CRC error': %s" %
+                      {c[0]: (svcs[c[0]]["run"], svcs[c[0]]["last_terminate_received"])
+                       for c in failed})
+                for c in clients:
+                    if c not in failed:
+                        iwd.check_run(svcs, *c)
+            check(tb["tso_frames_out"] > 0 and tb["tso_segments_out"] > 2 * tb["tso_frames_out"],
+                  "B sent %d TSO frames carrying %d segments" %
+                  (tb["tso_frames_out"], tb["tso_segments_out"]))
+            check(ta["rx_coalesced"] > 0, "A received %d coalesced frames" % ta["rx_coalesced"])
+            check(ta["drop_rx_multi_segment"] == 0 and ta.get("drop_ipv4_over_mtu", 0) == 0,
+                  "A: no chained mbufs (%d) and no over-MTU drops (%d)" %
+                  (ta["drop_rx_multi_segment"], ta.get("drop_ipv4_over_mtu", 0)))
+            avg = ta["rx_bytes"] / max(1, ta["rx_packets"])
+            check(avg > 4 * TSO_MTU, "A received %.0f bytes per frame on average (MTU %d)" %
+                  (avg, TSO_MTU))
+            check(ports[a.prefix]["port_0"]["mtu"] == TSO_MTU, "A's port runs at MTU %d" % TSO_MTU)
+            b.stop()
+            a.stop()
+        except TestFailure:
+            for d in (a, b):
+                if d is not None:
+                    log("--- %s log:\n%s" % (d.prefix, d.log()[-4000:]))
+                    for what in ("stats", "tcp", "ports"):
+                        r = run([args.iwarpctl, "--prefix", d.prefix, what], check_rc=False)
+                        log(r.stdout + r.stderr)
+            raise
+        finally:
+            for d in (b, a):
+                if d is not None:
+                    d.cleanup()
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def case_limit(args):
     link = VethPair(MTU)
     d = None
@@ -435,14 +560,15 @@ def case_limit(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("case", choices=["jumbo", "vhost", "limit"])
+    p.add_argument("case", choices=["jumbo", "vhost", "tso", "limit"])
     p.add_argument("--iwarpd", required=True)
     p.add_argument("--iwarpctl", required=True)
     args = p.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(TestFailure("terminated")))
     iwd.dpi.skip_unless_possible()
     try:
-        {"jumbo": case_jumbo, "vhost": case_vhost, "limit": case_limit}[args.case](args)
+        {"jumbo": case_jumbo, "vhost": case_vhost, "tso": case_tso,
+         "limit": case_limit}[args.case](args)
     except TestFailure as e:
         log("FAIL: %s" % e)
         return 1

@@ -12,7 +12,14 @@ with the same pattern, in one run. Each row names the link iwarpd used:
               the processes' hugepage memory, no kernel on the path. The
               link that carries MTU 9000 at memory speed
               (tests/mtu_jumbo.py vhost). Rows at every MTU, so the MTU's
-              effect is read on the same link.
+              effect is read on the same link. No TCP segmentation offload:
+              net_vhost without tso=1 offers none, one frame per segment.
+  vhost-tso   the same link with TCP segmentation offload (ports[].tso: on
+              on the client's net_virtio_user, net_vhost with tso=1 and
+              ext-buffer=1): runs of MSS-sized segments leave as one frame of
+              up to 64 KiB and arrive at the server as one coalesced frame
+              (tests/mtu_jumbo.py tso). Beside the vhost row, which is the
+              same link without TSO, in the same run.
   pcap/veth   (--links ...,pcap) net_pcap on each end of a veth pair (two
               namespaces, the veth MTU the row's MTU): every frame is a
               packet-socket send and receive through the kernel, and libpcap
@@ -49,7 +56,7 @@ numbers (the load average is printed with the table).
                       [--count-4k N] [--count-64k N] [--count-send N]
                       [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
                       [--count-pcap-4k N] [--count-pcap-64k N]
-                      [--mtus 1500,9000] [--links memif,vhost[,pcap]]
+                      [--mtus 1500,9000] [--links memif,vhost,vhost-tso[,pcap]]
                       [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
@@ -228,16 +235,17 @@ def iwarpd_pcap_runs(args, mtu):
         link.delete()
 
 
-def iwarpd_vhost_runs(args, mtu):
+def iwarpd_vhost_runs(args, mtu, tso=False):
     """vhost-user rows at `mtu` (net_vhost on the server's daemon,
-    net_virtio_user on the client's); also the client's TCP segments and
+    net_virtio_user on the client's), with TCP segmentation offload from the
+    client (`tso`) or without; also the client's TCP segments and
     retransmissions and the frames each port sent."""
     d = tempfile.mkdtemp(prefix="iwarpd_pv_")
     sock = os.path.join(d, "vhost.sock")
     a = VhostBenchDaemon(args, "va", iwd.A_IP, "server", "unused", main_lcore=0, worker_lcore=1)
-    a.use_vhost(mj.vhost_vdev(sock), mtu)
+    a.use_vhost(mj.tso_vhost_vdev(sock) if tso else mj.vhost_vdev(sock), mtu)
     b = VhostBenchDaemon(args, "vb", iwd.B_IP, "client", "unused", main_lcore=1, worker_lcore=0)
-    b.use_vhost(mj.virtio_user_vdev(sock), mtu)
+    b.use_vhost(mj.virtio_user_vdev(sock), mtu, "    tso: %s\n" % ("on" if tso else "off"))
     out = {}
     try:
         a.start()
@@ -246,10 +254,12 @@ def iwarpd_vhost_runs(args, mtu):
         out["w64k"] = perf_pair(args, a, b, "write_bw", 65536, args.count_vhost_64k)[2]
         tcp = b.ctl_json("tcp")["total"]
         port = b.ctl_json("ports")["port_0"]
+        st = b.ctl_json("stats")["total"]
         out["rtx"] = ("client TCP: %d segments out, %d retransmitted, %d timeouts; %s sent "
-                      "%.0f bytes per frame, mtu %d" %
+                      "%.0f bytes per frame, mtu %d; %d TSO frames carrying %d segments" %
                       (tcp["segments_out"], tcp["retransmitted_segments"], tcp["timeouts"],
-                       port["driver"], port["obytes"] / max(1, port["opackets"]), port["mtu"]))
+                       port["driver"], port["obytes"] / max(1, port["opackets"]), port["mtu"],
+                       st["tso_frames_out"], st["tso_segments_out"]))
         return out
     finally:
         b.cleanup()
@@ -374,6 +384,9 @@ def run_all(args, links):
         if "vhost" in links:
             rows += link_rows(args, notes, "vhost", mtu, kern,
                               lambda a: iwarpd_vhost_runs(a, mtu))
+        if "vhost-tso" in links:
+            rows += link_rows(args, notes, "vhost-tso", mtu, kern,
+                              lambda a: iwarpd_vhost_runs(a, mtu, tso=True))
         if "pcap" in links:
             rows += link_rows(args, notes, "pcap/veth", mtu, kern,
                               lambda a: iwarpd_pcap_runs(a, mtu))
@@ -415,8 +428,9 @@ def main():
     ap.add_argument("--count-pcap-4k", type=int, default=400)
     ap.add_argument("--count-pcap-64k", type=int, default=100)
     ap.add_argument("--mtus", default="1500,9000")
-    ap.add_argument("--links", default="memif,vhost",
-                    help="links for iwarpd's rows: memif (MTU 1500 only), vhost, pcap")
+    ap.add_argument("--links", default="memif,vhost,vhost-tso",
+                    help="links for iwarpd's rows: memif (MTU 1500 only), vhost, vhost-tso, "
+                         "pcap")
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every row this many times (kernel, baseline, iwarpd in turn) "
                          "and print medians, with each run's figures in the notes")
@@ -431,14 +445,14 @@ def main():
     if args.count_vhost_64k is None:
         args.count_vhost_64k = args.count_64k
     links = args.links.split(",")
-    if not links or any(l not in ("memif", "vhost", "pcap") for l in links):
-        print("--links takes memif, vhost and pcap, comma-separated: %s" % args.links)
+    if not links or any(l not in ("memif", "vhost", "vhost-tso", "pcap") for l in links):
+        print("--links takes memif, vhost, vhost-tso and pcap, comma-separated: %s" % args.links)
         return 2
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces, veth devices)")
         return 77
     need = max(2 * iwd.MEMORY_MB if "memif" in links else 0,
-               2 * mj.VHOST_MEMORY_MB if "vhost" in links else 0)
+               2 * mj.VHOST_MEMORY_MB if "vhost" in links or "vhost-tso" in links else 0)
     if iwd.free_hugepage_mib() < need:
         print("SKIP: net_memif / vhost-user need %d MiB of free hugepages (%d free)" %
               (need, iwd.free_hugepage_mib()))

@@ -150,7 +150,8 @@ absl::StatusOr<std::string> FormatPorts(const JsonValue& ports) {
                     p->Text("duplex"), "-duplex  socket ", p->Text("socket"), "\n");
     absl::StrAppend(&out, "  queues rx ", p->Text("rx_queues"), " x ", p->Text("rx_descriptors"),
                     ", tx ", p->Text("tx_queues"), " x ", p->Text("tx_descriptors"),
-                    "  steering ", p->Text("steering"), "\n");
+                    "  steering ", p->Text("steering"),
+                    p->Text("tso").empty() ? "" : absl::StrCat("  tso ", p->Text("tso")), "\n");
     absl::StrAppend(&out, "  rx ", p->Text("ipackets"), " packets ", p->Text("ibytes"),
                     " bytes  missed ", p->Text("imissed"), "  errors ", p->Text("ierrors"),
                     "  no_mbuf ", p->Text("rx_nombuf"), "\n");

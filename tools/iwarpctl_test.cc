@@ -70,7 +70,7 @@ TEST(IwarpctlFormat, Ports) {
       R"({"port_ids": [0], "port_0": {"name": "tap0", "ethdev": "net_tap0", "driver": "net_tap",)"
       R"( "mac": "2e:77:14:35:0e:d4", "ipv4": "198.18.5.1/24", "gateway": "", "link": "up",)"
       R"( "speed_mbps": 10000, "duplex": "full", "mtu": 1500, "socket": 0, "rx_queues": 1,)"
-      R"( "tx_queues": 1, "rx_descriptors": 1024, "tx_descriptors": 1024, "steering": "single_worker",)"
+      R"( "tx_queues": 1, "rx_descriptors": 1024, "tx_descriptors": 1024, "steering": "single_worker", "tso": "on",)"
       R"( "ipackets": 6, "opackets": 6, "ibytes": 532, "obytes": 532, "imissed": 0, "ierrors": 0,)"
       R"( "oerrors": 0, "rx_nombuf": 0}})");
   ASSERT_TRUE(doc.ok());
@@ -80,7 +80,7 @@ TEST(IwarpctlFormat, Ports) {
             "port 0 'tap0' net_tap0 (net_tap)\n"
             "  mac 2e:77:14:35:0e:d4  ipv4 198.18.5.1/24  mtu 1500\n"
             "  link up 10000 Mb/s full-duplex  socket 0\n"
-            "  queues rx 1 x 1024, tx 1 x 1024  steering single_worker\n"
+            "  queues rx 1 x 1024, tx 1 x 1024  steering single_worker  tso on\n"
             "  rx 6 packets 532 bytes  missed 0  errors 0  no_mbuf 0\n"
             "  tx 6 packets 532 bytes  errors 0\n");
 }

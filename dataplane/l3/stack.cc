@@ -46,7 +46,8 @@ RxAction L3Stack::Drop(DropReason r) {
   return RxAction{RxAction::Kind::kDrop, r, 0};
 }
 
-RxAction L3Stack::HandleFrame(uint16_t port_id, MutableByteSpan frame, uint64_t now_ms) {
+RxAction L3Stack::HandleFrame(uint16_t port_id, MutableByteSpan frame, uint64_t now_ms,
+                              RxOffload offload) {
   if (frame.size() < kEthHeaderLen) return Drop(DropReason::kEthTruncated);
   const L3Port* port = FindPort(port_id);
   const MacAddr dst = MacAddr::Load(frame.data() + kEthDstOffset);
@@ -61,7 +62,7 @@ RxAction L3Stack::HandleFrame(uint16_t port_id, MutableByteSpan frame, uint64_t 
     case kEtherTypeArp:
       return HandleArp(*port, frame, now_ms);
     case kEtherTypeIpv4:
-      return HandleIpv4(*port, frame);
+      return HandleIpv4(*port, frame, offload);
     default:
       return Drop(DropReason::kEthUnknownType);
   }
@@ -124,7 +125,7 @@ RxAction L3Stack::HandleArp(const L3Port& port, MutableByteSpan frame, uint64_t 
                   static_cast<uint16_t>(kArpFrameLen)};
 }
 
-RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame) {
+RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame, RxOffload offload) {
   MutableByteSpan ip = frame.subspan(kEthHeaderLen);
   Ipv4Header h;
   if (DropReason r = ParseIpv4(ip, &h); r != DropReason::kNone) return Drop(r);
@@ -138,13 +139,20 @@ RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame) {
   // because its TTL is below 2, so TTL is not checked on local delivery.
   const bool tcp = h.protocol == kIpProtoTcp && options_.deliver_tcp;
   const bool sctp = h.protocol == kIpProtoSctp && options_.deliver_sctp;
+  // A datagram beyond the MTU arrives only as the device's coalesced frame
+  // (the peer's TSO, LRO); the segments it stands for each fitted the MTU.
+  if (port.mtu != 0 && h.total_len > port.mtu && !offload.coalesced) {
+    return Drop(DropReason::kIpv4OverMtu);
+  }
   if (tcp || sctp) {
+    if (offload.coalesced) stats_->rx_coalesced.Add();
     RxAction a;
     a.kind = tcp ? RxAction::Kind::kLocalTcp : RxAction::Kind::kLocalSctp;
     a.l4_offset = static_cast<uint16_t>(kEthHeaderLen + h.header_len);
     a.l4_length = static_cast<uint16_t>(h.total_len - h.header_len);
     a.src_ip = h.src;
     a.dst_ip = h.dst;
+    a.l4_checksum_ok = tcp && offload.l4_checksum_ok;
     return a;
   }
   if (h.protocol != kIpProtoIcmp) {

@@ -38,6 +38,21 @@ struct L3Port {
   MacAddr mac;
   std::vector<InterfaceAddress> addrs;
   uint32_t gateway = 0;  // host order; 0 = none
+  // IPv4 datagrams longer than this are dropped (ipv4_over_mtu) unless the
+  // device reports them coalesced (RxOffload::coalesced); 0 = no limit.
+  uint32_t mtu = 0;
+};
+
+// What the device reported about a received frame (its receive offload
+// flags), in terms the engine understands. Default: nothing verified.
+struct RxOffload {
+  // The device verified the TCP checksum, or vouched for the data's
+  // integrity and left the field unfilled (a peer's checksum or TSO offload
+  // on a virtual link): the transport skips its software check.
+  bool l4_checksum_ok = false;
+  // The frame is several segments the device (or the peer's TSO) merged:
+  // it may exceed the MTU.
+  bool coalesced = false;
 };
 
 struct L3Options {
@@ -95,6 +110,8 @@ struct RxAction {
   uint16_t l4_length = 0;   // kLocalTcp, kLocalSctp
   uint32_t src_ip = 0;      // kLocalTcp, kLocalSctp; host order
   uint32_t dst_ip = 0;      // kLocalTcp, kLocalSctp; host order
+  // kLocalTcp: the device verified the TCP checksum (RxOffload).
+  bool l4_checksum_ok = false;
 };
 
 struct NextHop {
@@ -128,7 +145,10 @@ class L3Stack {
 
   // Handles one received Ethernet frame (the whole frame, which the engine may
   // rewrite in place).
-  RxAction HandleFrame(uint16_t port, MutableByteSpan frame, uint64_t now_ms);
+  // `offload` is what the device said about it; a coalesced frame is
+  // counted (rx_coalesced) when delivered.
+  RxAction HandleFrame(uint16_t port, MutableByteSpan frame, uint64_t now_ms,
+                       RxOffload offload = {});
 
   // Resolves the link-layer next hop for a datagram to `dst` (host order).
   // Without a cached entry the packet joins the bounded queue of its next hop
@@ -165,7 +185,7 @@ class L3Stack {
   bool Route(uint32_t dst, const L3Port** port, uint32_t* next_hop, uint32_t* src_ip) const;
   RxAction Drop(DropReason r);
   RxAction HandleArp(const L3Port& port, MutableByteSpan frame, uint64_t now_ms);
-  RxAction HandleIpv4(const L3Port& port, MutableByteSpan frame);
+  RxAction HandleIpv4(const L3Port& port, MutableByteSpan frame, RxOffload offload);
   PendingTarget* FindPending(uint32_t ip);
   void SendArpRequest(const PendingTarget& t);
   void FlushPending(uint32_t ip, const MacAddr& mac);

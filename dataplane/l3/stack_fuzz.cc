@@ -24,6 +24,7 @@ using iwarp::dataplane::NextHop;
 using iwarp::dataplane::PacketHandle;
 using iwarp::dataplane::ResolveResult;
 using iwarp::dataplane::RxAction;
+using iwarp::dataplane::RxOffload;
 
 class CheckingSink : public L3Sink {
  public:
@@ -46,14 +47,19 @@ class CheckingSink : public L3Sink {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const L3Port kPort = [] {
+  // The port's MTU (none, or 1500) and what the device reports about the
+  // frame (RxOffload) vary with the input's length.
+  const uint32_t mtu = size % 4 == 0 ? 1500 : 0;
+  const L3Port kPort = [mtu] {
     L3Port p;
     p.port_id = 0;
     p.mac = MacAddr{{0x02, 0, 0, 0, 0, 0x01}};
     p.addrs = {{0xc6120001, 24}};  // 198.18.0.1/24
     p.gateway = 0xc61200fe;
+    p.mtu = mtu;
     return p;
   }();
+  const RxOffload offload{size % 7 == 0, size % 5 == 0};
   LcoreStats stats;
   CheckingSink sink;
   L3Options options{8, 1, 2, 10};
@@ -72,7 +78,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     NextHop nh;
     if (stack.Resolve(dst, h, i, &nh) == ResolveResult::kResolved) sink.Return(h);
   }
-  const RxAction a = stack.HandleFrame(0, frame, 5);
+  const RxAction a = stack.HandleFrame(0, frame, 5, offload);
+  // A datagram over the MTU is delivered only when the device coalesced it;
+  // the checksum verdict passes through only from the device.
+  if ((a.kind == RxAction::Kind::kLocalTcp || a.kind == RxAction::Kind::kLocalSctp) &&
+      ((mtu != 0 && size_t{a.l4_length} + 20 > mtu && !offload.coalesced) ||
+       (a.l4_checksum_ok && !offload.l4_checksum_ok))) {
+    __builtin_trap();
+  }
   switch (a.kind) {
     case RxAction::Kind::kTransmit:
       if (a.tx_length > size || a.tx_length < 14) __builtin_trap();

@@ -58,8 +58,9 @@ class StackTest : public ::testing::Test {
  protected:
   StackTest() { Reset(L3Options{1024, 300, 4, 1000}); }
 
-  void Reset(const L3Options& o) {
+  void Reset(const L3Options& o, uint32_t mtu = 0) {
     L3Port port;
+    port.mtu = mtu;
     port.port_id = kPort;
     port.mac = kOurMac;
     port.addrs = {{kOurIp, 24}};
@@ -278,6 +279,36 @@ TEST_F(StackTest, TcpIsDeliveredLocallyOnlyWhenEnabled) {
   ip.dst = kPeerIp + 1;
   auto other = Ipv4Frame(ip, seg);
   EXPECT_EQ(Handle(other).reason, DropReason::kIpv4NotForUs);
+}
+
+// A datagram longer than the port's MTU is the device's coalesced frame (a
+// peer's TSO frame on a virtual link, LRO) or nothing we should take; the
+// device's TCP checksum verdict passes through to the transport.
+TEST_F(StackTest, OverMtuDatagramsOnlyWhenTheDeviceCoalescedThem) {
+  L3Options o{1024, 300, 4, 1000};
+  o.deliver_tcp = true;
+  Reset(o, 1500);
+  Ipv4Fields ip;
+  ip.protocol = 6;
+  std::vector<uint8_t> big(20 + 45 * 1448, 0x5a);  // one TSO frame's segment
+  auto f = Ipv4Frame(ip, big);
+  ExpectDrop(f, DropReason::kIpv4OverMtu);
+  EXPECT_EQ(stats_->rx_coalesced.Get(), 0u);
+
+  RxAction a = stack_->HandleFrame(kPort, f, 0, RxOffload{true, true});
+  ASSERT_EQ(a.kind, RxAction::Kind::kLocalTcp);
+  EXPECT_EQ(a.l4_length, big.size());
+  EXPECT_TRUE(a.l4_checksum_ok);
+  EXPECT_EQ(stats_->rx_coalesced.Get(), 1u);
+
+  // At the MTU exactly nothing is needed from the device, and without its
+  // verdict the transport checks the checksum itself.
+  std::vector<uint8_t> full(1480, 0x5a);
+  auto g = Ipv4Frame(ip, full);
+  a = Handle(g);
+  ASSERT_EQ(a.kind, RxAction::Kind::kLocalTcp);
+  EXPECT_FALSE(a.l4_checksum_ok);
+  EXPECT_EQ(stats_->rx_coalesced.Get(), 1u);
 }
 
 TEST_F(StackTest, SctpIsDeliveredLocallyOnlyWhenEnabled) {

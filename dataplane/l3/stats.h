@@ -54,6 +54,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   /* TX: frames a tx_burst did not take, kept for the next try (not lost; */ \
   /* each frame counted once, however many bursts it waits) */             \
   X(tx_held, "tx_held")                           \
+  /* TCP segmentation offload (ports[].tso): frames handed to the device */ \
+  /* as one TSO frame, the segments they carry, and received frames the */  \
+  /* device had coalesced (LRO / a peer's TSO frame) */                     \
+  X(tso_frames_out, "tso_frames_out")             \
+  X(tso_segments_out, "tso_segments_out")         \
+  X(rx_coalesced, "rx_coalesced")                 \
   /* SCTP iwarp_client teardown failures (worker 0; logged by the daemon) */ \
   X(sctp_session_end_timeouts, "sctp_session_end_timeouts") \
   X(sctp_shutdowns_forced, "sctp_shutdowns_forced") \
