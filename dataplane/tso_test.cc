@@ -30,6 +30,7 @@
 
 #include "common/checksum.h"
 #include "dataplane/l3/test_frames.h"
+#include "dataplane/eal_test_env.h"
 #include "dataplane/port.h"
 #include "dataplane/worker.h"
 #include "gtest/gtest.h"
@@ -42,34 +43,7 @@ using testing::kPeerIp;
 using testing::kPeerMac;
 using Bytes = std::vector<uint8_t>;
 
-bool g_eal_up = false;
-std::string g_eal_error;
-
-class EalEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::vector<std::string> args = {
-        "tso_test", "--no-huge", "-m", "64", "--no-shconf", "--no-pci", "--no-telemetry",
-        "-l", "0", "--log-level=4", "--file-prefix", "iwt_tso_" + std::to_string(getpid())};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) {
-      g_eal_error = "rte_eal_init failed (no EAL in this environment)";
-      return;
-    }
-    g_eal_up = true;
-  }
-  void TearDown() override {
-    if (!g_eal_up) return;
-    const std::string run_dir = rte_eal_get_runtime_dir();
-    rte_eal_cleanup();
-    std::error_code ec;
-    std::filesystem::remove_all(run_dir, ec);
-  }
-};
-
-const ::testing::Environment* const kEal =
-    ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+const ::testing::Environment* const kEal = RegisterEalTestEnvironment("tso");
 
 constexpr uint8_t kAck = 0x10;
 constexpr uint8_t kPsh = 0x08;
@@ -179,7 +153,7 @@ std::vector<Bytes> ReferenceCut(const rte_mbuf* m) {
 class TsoTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!g_eal_up) GTEST_SKIP() << g_eal_error;
+    if (!EalTestUp()) GTEST_SKIP() << EalTestError();
     static int instance = 0;
     const std::string name = "net_ringtso" + std::to_string(instance++);
     rx_ring_ = rte_ring_create((name + "_rx").c_str(), 1024, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);

@@ -20,6 +20,7 @@
 #include "common/checksum.h"
 #include "dataplane/l3/flow_hash.h"
 #include "dataplane/l3/test_frames.h"
+#include "dataplane/eal_test_env.h"
 #include "dataplane/port.h"
 #include "gtest/gtest.h"
 
@@ -30,36 +31,7 @@ using testing::kOurIp;
 using testing::kPeerIp;
 using testing::kPeerMac;
 
-bool g_eal_up = false;
-std::string g_eal_error;
-
-class EalEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::vector<std::string> args = {
-        "worker_test", "--no-huge", "-m", "64", "--no-shconf", "--no-pci", "--no-telemetry",
-        "-l", "0", "--log-level=4", "--file-prefix",
-        "iwt_worker_" + std::to_string(getpid())};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    if (rte_eal_init(static_cast<int>(argv.size()), argv.data()) < 0) {
-      g_eal_error = "rte_eal_init failed (no EAL in this environment)";
-      return;
-    }
-    g_eal_up = true;
-  }
-  void TearDown() override {
-    if (!g_eal_up) return;
-    // The runtime directory is this process's own (unique file prefix).
-    const std::string run_dir = rte_eal_get_runtime_dir();
-    rte_eal_cleanup();
-    std::error_code ec;
-    std::filesystem::remove_all(run_dir, ec);
-  }
-};
-
-const ::testing::Environment* const kEal =
-    ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+const ::testing::Environment* const kEal = RegisterEalTestEnvironment("worker");
 
 std::vector<uint8_t> TcpFrame(const MacAddr& dst_mac, uint16_t src_port) {
   testing::Ipv4Fields ip;
@@ -73,7 +45,7 @@ std::vector<uint8_t> TcpFrame(const MacAddr& dst_mac, uint16_t src_port) {
 class WorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!g_eal_up) GTEST_SKIP() << g_eal_error;
+    if (!EalTestUp()) GTEST_SKIP() << EalTestError();
     cfg_.workers.lcores = {1, 2};
     cfg_.mempools.mbufs = 4095;
     cfg_.mempools.cache = 32;

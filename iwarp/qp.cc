@@ -12,7 +12,6 @@ namespace {
 constexpr size_t kTxScratchSize =
     mpa::FpduSizeWithoutMarkers(mpa::kMaxUlpduLength) +
     mpa::kMarkerSize * (mpa::kMaxUlpduLength / mpa::kMarkerInterval + 3);
-constexpr size_t kGatherSize = kGatherStagingSize;
 constexpr size_t kHandshakeBufSize = mpa::kStartupHeaderSize + mpa::kMaxPrivateDataLength;
 // RFC 6581: RTR frames carry a non-zero STag (siw uses 1; cxgb4 rejects 0).
 constexpr uint32_t kRtrStag = 1;
@@ -174,7 +173,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   uint32_t src_i = 0;
   uint64_t src_base = 0;
   std::unique_ptr<uint8_t[]> own_gather;  // when QpOptions gives no staging
-  uint8_t* gather = nullptr;               // kGatherSize bytes (max_send_sge > 1)
+  uint8_t* gather = nullptr;               // kGatherStagingSize bytes (max_send_sge > 1)
   uint32_t cur_sq = 0;
   uint8_t small_payload[rdmap::kMaxTerminateSize] = {};
   uint8_t term_buf[rdmap::kMaxTerminateSize] = {};
@@ -339,7 +338,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     }
     const uint64_t in = off - src_base;
     if (in + len <= cur_src[src_i].size()) return cur_src[src_i].subspan(in, len);
-    // Straddles: the segmenter was capped at kGatherSize for this message.
+    // Straddles: the segmenter was capped at kGatherStagingSize for this message.
     size_t done = 0;
     uint32_t i = src_i;
     uint64_t at = in;
@@ -517,7 +516,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         }
         const uint32_t length = static_cast<uint32_t>(wr.local.TotalLength());
         const uint32_t seg_mulpdu =
-            cur_src_n == 0 ? mulpdu : std::min<uint32_t>(mulpdu, kGatherSize);
+            cur_src_n == 0 ? mulpdu : std::min<uint32_t>(mulpdu, kGatherStagingSize);
         if (wr.opcode == WrOpcode::kRdmaWrite) {
           seg.emplace(rdmap::RdmaWriteMessage(wr.remote_stag, wr.remote_to, length), seg_mulpdu);
         } else {
@@ -730,7 +729,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       }
       if (cur == TxKind::kNone && !StartNext()) break;
       if (const uint32_t m = tx->NextMulpdu(); m != 0) {
-        seg->SetMulpdu(cur_src_n == 0 ? m : std::min<uint32_t>(m, kGatherSize));
+        seg->SetMulpdu(cur_src_n == 0 ? m : std::min<uint32_t>(m, kGatherStagingSize));
       }
       ddp::SegmentDesc d;
       if (!seg->Next(MutableByteSpan(pend_hdr), &d)) {
@@ -1252,7 +1251,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpS
     if (!options.gather_staging.empty()) {
       impl->gather = options.gather_staging.data();
     } else {
-      impl->own_gather = std::make_unique<uint8_t[]>(kGatherSize);
+      impl->own_gather = std::make_unique<uint8_t[]>(kGatherStagingSize);
       impl->gather = impl->own_gather.get();
     }
   }

@@ -25,6 +25,7 @@
 
 #include <initializer_list>
 
+#include "common/testing/check_exit.h"
 #include "libiwarp/iwarp.h"
 
 namespace {
@@ -32,16 +33,6 @@ namespace {
 constexpr size_t kRegion = 1 << 20;
 constexpr size_t kWriteLen = 64 * 1024;
 constexpr size_t kPatternOffset = 512 * 1024;  // target's own pattern lives here
-
-#define CHECK(cond, ...)                       \
-  do {                                         \
-    if (!(cond)) {                             \
-      fprintf(stdout, "FAIL: " __VA_ARGS__);   \
-      fprintf(stdout, " (%s:%d)\n", __FILE__, __LINE__); \
-      fflush(stdout);                          \
-      exit(1);                                 \
-    }                                          \
-  } while (0)
 
 uint8_t PatternA(size_t i) { return static_cast<uint8_t>(i * 7 + 3); }
 uint8_t PatternB(size_t i) { return static_cast<uint8_t>((i * 13) ^ (i >> 8)); }

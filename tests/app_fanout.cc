@@ -22,19 +22,10 @@
 
 #include <vector>
 
+#include "common/testing/check_exit.h"
 #include "libiwarp/iwarp.h"
 
 namespace {
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stdout, "FAIL: " __VA_ARGS__);               \
-      fprintf(stdout, " (%s:%d)\n", __FILE__, __LINE__);   \
-      fflush(stdout);                                      \
-      exit(1);                                             \
-    }                                                      \
-  } while (0)
 
 constexpr int kTimeoutS = 60;
 constexpr uint32_t kMaxConns = 128;

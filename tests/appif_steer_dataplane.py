@@ -120,6 +120,25 @@ def finish(proc, what, timeout):
     return out
 
 
+def worker_delta(before, after):
+    """Per-worker counter increments between two lcore_stats() reads of a
+    two-worker daemon; logs the steering ones."""
+    delta = [{k: after[w][k] - before[w].get(k, 0) for k in after[w]
+              if isinstance(after[w][k], int)} for w in range(2)]
+    log("daemon A worker counters during the run: %s" %
+        [{k: d[k] for k in ("rx_packets", "steered_out", "steered_app", "steered_in")}
+         for d in delta])
+    return delta
+
+
+def port_holds_drain(d, timeout_s=10):
+    """True once daemon `d` holds no application TCP port (within timeout_s)."""
+    deadline = time.time() + timeout_s
+    while d.ctl_json("app")["wire_tcp_port_holds"] != 0 and time.time() < deadline:
+        time.sleep(0.2)
+    return d.ctl_json("app")["wire_tcp_port_holds"] == 0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iwarpd", required=True)
@@ -182,11 +201,7 @@ def main():
                     proc.kill()
                     proc.communicate()
         after = a.lcore_stats()
-        delta = [{k: after[w][k] - before[w].get(k, 0) for k in after[w]
-                  if isinstance(after[w][k], int)} for w in range(2)]
-        log("daemon A worker counters during the run: %s" %
-            [{k: d[k] for k in ("rx_packets", "steered_out", "steered_app", "steered_in")}
-             for d in delta])
+        delta = worker_delta(before, after)
         app = a.ctl_json("app")
         log("daemon A wire counters: %s" % {k: v for k, v in app.items() if k.startswith("wire")})
         check(app["wire_engine_requests"] >= CONNECTIONS and
@@ -210,10 +225,7 @@ def main():
         for w in range(2):
             check(after[w]["drop_steer_ring_full"] == 0, "worker %d: no steering ring overflow" % w)
         # Every connection and the listener are gone: no port held.
-        deadline = time.time() + 10
-        while a.ctl_json("app")["wire_tcp_port_holds"] != 0 and time.time() < deadline:
-            time.sleep(0.2)
-        check(a.ctl_json("app")["wire_tcp_port_holds"] == 0,
+        check(port_holds_drain(a),
               "daemon A holds no port once the application is gone")
 
         # The other way round: A's application connects (active opens from
@@ -235,20 +247,13 @@ def main():
                 srv.kill()
                 srv.communicate()
         after = a.lcore_stats()
-        delta = [{k: after[w][k] - before[w].get(k, 0) for k in after[w]
-                  if isinstance(after[w][k], int)} for w in range(2)]
-        log("daemon A worker counters during the run: %s" %
-            [{k: d[k] for k in ("rx_packets", "steered_out", "steered_app", "steered_in")}
-             for d in delta])
+        delta = worker_delta(before, after)
         check(delta[1]["rx_packets"] > 0 and delta[1]["steered_out"] == delta[1]["rx_packets"],
               "everything A's worker 1 received went to worker 0")
         tcp = a.ctl_json("tcp")
         check(tcp["lcore_2"]["segments_in"] == 0 and tcp["lcore_2"]["rsts_out"] == 0,
               "A's worker 1 TCP stack still saw nothing and sent no RST")
-        deadline = time.time() + 10
-        while a.ctl_json("app")["wire_tcp_port_holds"] != 0 and time.time() < deadline:
-            time.sleep(0.2)
-        check(a.ctl_json("app")["wire_tcp_port_holds"] == 0,
+        check(port_holds_drain(a),
               "daemon A gave back every ephemeral port once its QPs were destroyed")
         sys.stdout.write(dpi.run([args.iwarpctl, "--prefix", a.prefix, "app"]).stdout)
         b.stop()
