@@ -1345,6 +1345,10 @@ int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa,
   o.rq_depth = layout.rq_depth;
   o.cq_depth = layout.sq_depth + layout.rq_depth;
   o.gather_staging = e->gather_staging();  // the engine runs all its QPs on one thread
+  // Payload is read from the application's registered memory until TCP has
+  // it acknowledged; a deregistration first aborts the QPs still reading
+  // from the region (WireEngine, kDeregMr).
+  o.zero_copy_tx = options_.wire_zero_copy_tx;
   if (transport == Transport::kSctp) {
     // The worker creates the engine QP on a DDP stream (wire_engine.h).
     ctx->sctp = true;

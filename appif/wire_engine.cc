@@ -92,6 +92,7 @@ struct WireEngine::Counters {
   WIRE_COUNTER(connections)
   WIRE_COUNTER(tcp_port_holds)
   WIRE_COUNTER(listens_reserved)
+  WIRE_COUNTER(dereg_aborts)
 #undef WIRE_COUNTER
 };
 
@@ -402,6 +403,7 @@ WireEngineStats WireEngine::stats() const {
   s.connections = r(c.connections);
   s.tcp_port_holds = r(c.tcp_port_holds);
   s.listens_reserved = r(c.listens_reserved);
+  s.dereg_aborts = r(c.dereg_aborts);
   if (sctp_ != nullptr) SctpStats(&s);
   return s;
 }
@@ -554,6 +556,20 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       break;
     }
     case WireCommandType::kDeregMr:
+      // The region is unmapped after the Ack. A TCP QP whose unacknowledged
+      // FPDUs still read from it (zero_copy_tx) is aborted first, as an
+      // RNIC's QP fails on a DMA from memory it no longer may read: its
+      // connection is reset and its work flushed, and no retransmission
+      // reads the unmapped bytes.
+      if (const ddp::TaggedRegion* r = view_.Find(c.stag); r != nullptr) {
+        const MutableByteSpan bytes = view_.Bytes(r->handle);
+        for (size_t i = 0; i < active_.size(); ++i) {
+          WireQpContext* qp = active_[i];
+          if (qp->sctp || qp->engine == nullptr || !qp->engine->SendsFrom(bytes)) continue;
+          qp->engine->Abort(now_us_);
+          Bump(counters_->dereg_aborts);
+        }
+      }
       view_.Remove(c.stag);
       Ack(c.seq, 0);
       break;

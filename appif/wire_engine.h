@@ -246,6 +246,9 @@ struct WireEngineStats {
   uint64_t sctp_initiates_refused = 0;    // Initiates answered with Reject (no listener/slot, garbage, timeout)
   uint64_t tcp_port_holds = 0;    // AppPortTable holds now: TCP listeners + connections
   uint64_t listens_reserved = 0;  // TCP listens refused: the port of a built-in service
+  // QPs aborted because their application deregistered a memory region that
+  // unacknowledged zero-copy FPDUs still read from (QpOptions::zero_copy_tx).
+  uint64_t dereg_aborts = 0;
 };
 
 // STag lookups for the engines of one worker: a copy of the control

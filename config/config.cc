@@ -1575,6 +1575,7 @@ bool Loader::ReadAppInterface(const YAML::Node& key, const YAML::Node& value,
           {"stag_table_size", Uint(&a.stag_table_size, {kMinStagTable, kMaxStagTable})},
           {"mpa_crc", Bool(&a.mpa_crc)},
           {"mpa_markers", Bool(&a.mpa_markers)},
+          {"zero_copy_tx", Bool(&a.zero_copy_tx)},
           {"wire_ack_timeout_ms",
            Uint(&a.wire_ack_timeout_ms, {kMinWireAckTimeoutMs, kMaxWireAckTimeoutMs})},
       });
@@ -2068,6 +2069,7 @@ std::string FormatConfigYaml(const Config& c) {
                   "  stag_table_size: ", ai.stag_table_size, "\n",
                   "  mpa_crc: ", ai.mpa_crc ? "true" : "false", "\n",
                   "  mpa_markers: ", ai.mpa_markers ? "true" : "false", "\n",
+                  "  zero_copy_tx: ", ai.zero_copy_tx ? "true" : "false", "\n",
                   "  wire_ack_timeout_ms: ", ai.wire_ack_timeout_ms, "\n");
   const TcpConfig& t = c.tcp;
   auto b = [](bool v) { return v ? "true" : "false"; };

@@ -192,6 +192,10 @@ struct AppInterfaceConfig {
   // ask for Markers on one connection with iwarp_connect_mpa).
   bool mpa_crc = true;
   bool mpa_markers = false;
+  // FPDU payload of application QPs over TCP is read from the registered
+  // memory when TCP sends it, without a copy into the TCP send buffer
+  // (engine::QpOptions::zero_copy_tx); false copies every FPDU.
+  bool zero_copy_tx = true;
   // How long the control thread waits for worker 0 to acknowledge a wire QP
   // command (destroy, teardown) before it keeps the QP's memory mapped and
   // counts wire_ack_timeouts.

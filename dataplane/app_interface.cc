@@ -51,6 +51,7 @@ appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg,
   o.wire_mpa.enhanced = iw.enhanced;
   o.wire_mpa.crc = a.mpa_crc;
   o.wire_mpa.want_markers = a.mpa_markers;
+  o.wire_zero_copy_tx = a.zero_copy_tx;
   o.wire_ack_timeout_ms = a.wire_ack_timeout_ms;
   o.wire_mpa.ird = iw.ird;
   o.wire_mpa.ord = iw.ord;

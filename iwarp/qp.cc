@@ -12,6 +12,9 @@ namespace {
 constexpr size_t kTxScratchSize =
     mpa::FpduSizeWithoutMarkers(mpa::kMaxUlpduLength) +
     mpa::kMarkerSize * (mpa::kMaxUlpduLength / mpa::kMarkerInterval + 3);
+// Below this a payload is copied even with zero_copy_tx: the copy costs
+// less than the send descriptor and the completion callback it saves.
+constexpr size_t kZeroCopyMinPayload = 512;
 constexpr size_t kHandshakeBufSize = mpa::kStartupHeaderSize + mpa::kMaxPrivateDataLength;
 // RFC 6581: RTR frames carry a non-zero STag (siw uses 1; cxgb4 rejects 0).
 constexpr uint32_t kRtrStag = 1;
@@ -133,6 +136,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
   uint8_t pend_hdr[ddp::kMaxHeaderSize] = {};
   size_t pend_hdr_len = 0;
   ByteSpan pend_payload;
+  // pend_payload lies in registered memory (not in staging or a small
+  // buffer of this Impl): it may be sent without a copy (zero_copy_tx).
+  bool pend_in_region = false;
+  bool slice_gathered = false;  // the last SourceSlice came from `gather`
   bool pend_valid = false;
   bool pend_last = false;
   bool llp_ended = false;
@@ -331,6 +338,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // current message: a slice of one SGE, or gathered into `gather` when it
   // straddles SGEs. Segments come in message order, so src_i only advances.
   ByteSpan SourceSlice(uint32_t off, uint32_t len) {
+    slice_gathered = false;
     if (cur_src_n == 0) return cur_payload.subspan(off, len);
     while (src_i + 1 < cur_src_n && off >= src_base + cur_src[src_i].size()) {
       src_base += cur_src[src_i].size();
@@ -349,6 +357,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       at = 0;
       ++i;
     }
+    slice_gathered = true;
     return ByteSpan(gather, done);
   }
 
@@ -635,6 +644,27 @@ struct Qp::Impl final : public mpa::UlpduSink {
     bool Usable() const override { return m_.qp.conn_.valid(); }
     uint32_t NextMulpdu() const override { return m_.tx_cfg.markers ? m_.MarkerMulpdu() : 0; }
     LlpSendStatus Send(ByteSpan header, ByteSpan payload, size_t* wire) override {
+      // No copy (zero_copy_tx): header before and PAD + CRC after the
+      // payload go to TCP's send buffer, the payload stays in the region.
+      if (m_.scratch_pending == 0 && m_.qp.options_.zero_copy_tx && !m_.tx_cfg.markers &&
+          m_.pend_in_region && payload.size() >= kZeroCopyMinPayload) {
+        uint8_t head[mpa::kUlpduLengthSize + ddp::kMaxHeaderSize];
+        uint8_t tail[mpa::kMaxFpduTail];
+        const mpa::FpduParts p =
+            mpa::FrameFpduAround(header, payload, m_.tx_cfg.crc, MutableByteSpan(head),
+                                 MutableByteSpan(tail));
+        if (p.status != mpa::FpduStatus::kOk) return LlpSendStatus::kError;  // our sizing bug
+        const tcp::SendStatus st = m_.qp.stack_->SendRecordZeroCopy(
+            m_.qp.conn_, ByteSpan(head, p.head_size), payload, ByteSpan(tail, p.tail_size),
+            /*cookie=*/0, m_.now_us);
+        if (st == tcp::SendStatus::kOk) {
+          *wire = p.head_size + payload.size() + p.tail_size;
+          ++m_.qp.stats_.fpdus_zero_copy;
+          return LlpSendStatus::kOk;
+        }
+        if (st != tcp::SendStatus::kTooManyRecords) return LlpSendStatus::kWouldBlock;
+        // Every zero-copy slot is taken: this one is copied.
+      }
       // Single copy: the FPDU is encoded (payload copied, CRC computed in
       // the same pass over the bytes) straight into TCP's send buffer.
       if (m_.scratch_pending == 0) {
@@ -738,6 +768,11 @@ struct Qp::Impl final : public mpa::UlpduSink {
       }
       pend_hdr_len = d.header_length;
       pend_payload = SourceSlice(d.message_offset, d.payload_length);
+      // Sends and Writes (TxKind::kSq, except the small Read Request body)
+      // and Read Responses take their payload from registered memory.
+      pend_in_region = !slice_gathered && !pend_payload.empty() &&
+                       (cur == TxKind::kReadResponse ||
+                        (cur == TxKind::kSq && pend_payload.data() != small_payload));
       pend_last = d.last;
       pend_valid = true;
     }
@@ -1286,6 +1321,10 @@ absl::Status Qp::Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_
   conn_ = *c;
   impl_->deadline_us = now_us + options_.mpa.reply_timeout_us;
   return absl::OkStatus();
+}
+
+bool Qp::SendsFrom(ByteSpan range) const {
+  return stack_ != nullptr && conn_.valid() && stack_->ZeroCopyReferences(conn_, range);
 }
 
 bool Qp::AttachPassive(tcp::ConnId conn) {

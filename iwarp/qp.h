@@ -261,6 +261,17 @@ struct QpOptions {
   // only while that segment is encoded (copied into the LLP), never across
   // calls. At least kGatherStagingSize bytes; must outlive the QPs.
   MutableByteSpan gather_staging;
+  // MPA over TCP without Markers: a DDP segment whose payload lies in
+  // registered memory (a Send's or Write's SGE, a Read Response's source)
+  // leaves without being copied into the TCP send buffer: the send buffer
+  // holds the FPDU's header and its PAD and CRC, and the payload is read
+  // from the region when TCP sends or retransmits it, until acknowledged
+  // (TcpStack::SendRecordZeroCopy). The memory owner must not take such a
+  // region away while SendsFrom() reports it (abort the QP first). Segments
+  // gathered from several SGEs, Terminates, Read Requests and every FPDU with
+  // Markers are copied as without this option. Needs max_zero_copy_sends of
+  // the TcpStack; when those are outstanding, segments are copied.
+  bool zero_copy_tx = false;
 };
 
 enum class QpState : uint8_t {
@@ -385,6 +396,8 @@ class QpObserver {
   X(cq_overflow)             \
   X(local_errors)            \
   X(read_responses_sent)     \
+  /* FPDUs whose payload TCP reads from registered memory (zero_copy_tx) */ \
+  X(fpdus_zero_copy)         \
   /* stream bytes received after a Terminate or failure: not processed */ \
   X(rx_bytes_discarded)
 
@@ -454,6 +467,9 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   QpState state() const { return state_; }
   const Negotiated& negotiated() const { return neg_; }
   const QpStats& stats() const { return stats_; }
+  // Whether a zero-copy FPDU of this QP that the peer has not acknowledged
+  // yet reads from `range` (QpOptions::zero_copy_tx).
+  bool SendsFrom(ByteSpan range) const;
   tcp::ConnId conn() const { return conn_; }
   ConnectError connect_error() const { return connect_error_; }
   // The last Terminate sent or received.

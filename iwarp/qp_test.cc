@@ -340,6 +340,7 @@ struct DataCase {
   size_t size;
   bool crc;
   bool markers;  // both directions
+  bool zero_copy = false;  // QpOptions::zero_copy_tx on both sides
 };
 
 class QpData : public ::testing::TestWithParam<DataCase> {};
@@ -399,12 +400,18 @@ TEST_P(QpData, SendWriteReadSha256) {
   QpOptions o = Opts();
   o.mpa.crc = c.crc;
   o.mpa.want_markers = c.markers;
+  o.zero_copy_tx = c.zero_copy;
   Pair p(o, o);
   ASSERT_TRUE(p.Establish());
   EXPECT_EQ(p.a.qp->negotiated().crc, c.crc);
   EXPECT_EQ(p.a.qp->negotiated().tx_markers, c.markers);
   EXPECT_EQ(p.b.qp->negotiated().tx_markers, c.markers);
   RunTransfers(p, c.size);
+  // Payloads from registered memory left without a copy unless Markers are
+  // on (or the segment is small); a's Send and Write, b's Read Response.
+  const bool expect_zc = c.zero_copy && !c.markers && c.size >= 4096;
+  EXPECT_EQ(p.a.qp->stats().fpdus_zero_copy > 0, expect_zc);
+  EXPECT_EQ(p.b.qp->stats().fpdus_zero_copy > 0, expect_zc);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -416,10 +423,13 @@ INSTANTIATE_TEST_SUITE_P(
                       DataCase{65536, false, false}, DataCase{1 << 20, false, false},
                       DataCase{0, true, true}, DataCase{1, true, true},
                       DataCase{4096, true, true}, DataCase{65536, true, true},
-                      DataCase{1 << 20, true, true}, DataCase{16 << 20, true, true}),
+                      DataCase{1 << 20, true, true}, DataCase{16 << 20, true, true},
+                      DataCase{1, true, false, true}, DataCase{4096, true, false, true},
+                      DataCase{65536, true, false, true}, DataCase{1 << 20, false, false, true},
+                      DataCase{16 << 20, true, false, true}, DataCase{65536, true, true, true}),
     [](const ::testing::TestParamInfo<DataCase>& i) {
       return std::to_string(i.param.size) + (i.param.crc ? "_crc" : "_nocrc") +
-             (i.param.markers ? "_markers" : "");
+             (i.param.markers ? "_markers" : "") + (i.param.zero_copy ? "_zerocopy" : "");
     });
 
 TEST(QpData, ImpairedLinkDeliversIdenticalData) {
@@ -436,6 +446,48 @@ TEST(QpData, ImpairedLinkDeliversIdenticalData) {
   EXPECT_GT(p.link.dropped, 0u);
   EXPECT_GT(p.link.duplicated, 0u);
   EXPECT_GT(p.link.reordered, 0u);
+}
+
+// Zero-copy FPDUs over a lossy, duplicating, reordering link: every
+// retransmission reads the payload from the registered memory again and the
+// sinks still hold the source's bytes.
+TEST(QpData, ZeroCopyOverAnImpairedLinkDeliversIdenticalData) {
+  tcp::testing::Link::Impairment imp;
+  imp.drop = 0.02;
+  imp.duplicate = 0.02;
+  imp.reorder = 0.05;
+  imp.seed = 11;
+  QpOptions o = Opts();
+  o.zero_copy_tx = true;
+  tcp::TcpOptions topt;
+  topt.max_zero_copy_sends = 4096;  // (most) FPDUs of the 2 MiB from a by reference
+  Pair p(o, o, imp, topt);
+  ASSERT_TRUE(p.Establish());
+  RunTransfers(p, 1 << 20);
+  EXPECT_GT(p.link.dropped, 0u);
+  EXPECT_GT(p.a.qp->stats().fpdus_zero_copy, 1000u);
+}
+
+// SendsFrom reports the memory unacknowledged zero-copy FPDUs read from, so
+// the memory owner can abort the QP before taking the region away; after
+// the acknowledgement (the completion) the region is free.
+TEST(QpData, SendsFromTheRegionUntilAcknowledged) {
+  QpOptions o = Opts();
+  o.zero_copy_tx = true;
+  Pair p(o, o);
+  ASSERT_TRUE(p.Establish());
+  const uint32_t src = p.a.mem.Register(64 * 1024, 0);
+  const uint32_t other = p.a.mem.Register(4096, 0);
+  const uint32_t sink = p.b.mem.Register(64 * 1024, ddp::kAccessRemoteWrite, 0x7000'0000);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaWrite, LocalSge{src, 0x10000, 64 * 1024},
+                                    sink, 0x7000'0000}),
+            PostStatus::kOk);
+  p.a.qp->Poll(p.link.now);
+  EXPECT_TRUE(p.a.qp->SendsFrom(p.a.mem.Bytes(src)));
+  EXPECT_FALSE(p.a.qp->SendsFrom(p.a.mem.Bytes(other)));
+  ASSERT_TRUE(p.RunUntil([&] { return !p.a.cqes.empty(); }, 10'000'000));
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+  EXPECT_FALSE(p.a.qp->SendsFrom(p.a.mem.Bytes(src)));
 }
 
 // RFC 5044 4.5 / INTEROP.md: one FPDU per segment, filling the EMSS, with

@@ -102,6 +102,30 @@ FpduEncodeResult EncodeFpdu(ByteSpan ulpdu_header, ByteSpan payload, Seq32 start
   return {FpduStatus::kOk, w.size()};
 }
 
+FpduParts FrameFpduAround(ByteSpan ulpdu_header, ByteSpan payload, bool crc, MutableByteSpan head,
+                          MutableByteSpan tail) {
+  const size_t ulpdu_len = ulpdu_header.size() + payload.size();
+  if (ulpdu_len > kMaxUlpduLength) return {FpduStatus::kUlpduTooLong, 0, 0};
+  const size_t head_size = kUlpduLengthSize + ulpdu_header.size();
+  const size_t pad = FpduSizeWithoutMarkers(ulpdu_len) - kCrcSize - kUlpduLengthSize - ulpdu_len;
+  if (head.size() < head_size || tail.size() < pad + kCrcSize) {
+    return {FpduStatus::kBufferTooSmall, 0, 0};
+  }
+  StoreBe16(head.data(), static_cast<uint16_t>(ulpdu_len));
+  if (!ulpdu_header.empty()) {
+    std::memcpy(head.data() + kUlpduLengthSize, ulpdu_header.data(), ulpdu_header.size());
+  }
+  std::memset(tail.data(), 0, pad + kCrcSize);
+  if (crc) {
+    Crc32cAccumulator acc;
+    acc.Update(head.data(), head_size);
+    acc.Update(payload);
+    acc.Update(tail.data(), pad);
+    StoreCrc32cWire(tail.data() + pad, acc.Value());
+  }
+  return {FpduStatus::kOk, head_size, pad + kCrcSize};
+}
+
 uint32_t Mulpdu(uint32_t emss, bool markers) {
   // RFC 5044 4.5.
   int64_t overhead = 6 + int64_t{emss % 4};

@@ -83,6 +83,22 @@ struct FpduEncodeResult {
 FpduEncodeResult EncodeFpdu(ByteSpan ulpdu_header, ByteSpan payload, Seq32 start_seq,
                             const FpduConfig& config, MutableByteSpan out);
 
+// An FPDU without Markers whose payload is not copied (a zero-copy send):
+// `head` receives ULPDU_Length and the DDP header, `tail` the zero PAD and
+// the CRC32c over ULPDU_Length, header, payload and PAD (the payload is read
+// once, in place), or a zero CRC field when `crc` is false. On the wire the
+// FPDU is head, payload, tail: FpduSizeWithoutMarkers(header + payload)
+// octets. Sizes: head at least kUlpduLengthSize + header, tail at least
+// kMaxFpduTail.
+inline constexpr size_t kMaxFpduTail = 3 + kCrcSize;
+struct FpduParts {
+  FpduStatus status = FpduStatus::kOk;
+  size_t head_size = 0;
+  size_t tail_size = 0;
+};
+FpduParts FrameFpduAround(ByteSpan ulpdu_header, ByteSpan payload, bool crc, MutableByteSpan head,
+                          MutableByteSpan tail);
+
 // RFC 5044 4.5: the largest ULPDU whose FPDU fits in one segment of `emss`
 // octets, with or without Markers (worst-case Marker count), clamped to
 // [128, 64768] as 4.5 and section 3 require.

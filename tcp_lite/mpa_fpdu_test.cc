@@ -62,6 +62,40 @@ TEST(MpaFpdu, WithoutMarkersFigure5IsTheSameFpduMinusTheMarker) {
   EXPECT_EQ(LoadCrc32cWire(out.data() + 44), Crc32c(ByteSpan(out).first(44)));
 }
 
+// FrameFpduAround: head + payload + tail is the FPDU EncodeFpdu writes
+// without Markers, for every pad length, with and without CRC.
+TEST(MpaFpdu, FramedAroundThePayloadEqualsTheEncodedFpdu) {
+  const auto hdr = DdpSendHeader(1);
+  for (bool crc : {true, false}) {
+    for (size_t len : {0, 1, 2, 3, 4, 5, 511, 1000, 1442}) {
+      std::vector<uint8_t> payload(len);
+      for (size_t i = 0; i < len; ++i) payload[i] = static_cast<uint8_t>(i * 7 + 3);
+      const FpduConfig c{false, crc, Seq32(0)};
+      const std::vector<uint8_t> want = Encode(hdr, payload, 1000, c);
+      uint8_t head[kUlpduLengthSize + 18];
+      uint8_t tail[kMaxFpduTail];
+      const FpduParts p = FrameFpduAround(hdr, payload, crc, head, tail);
+      ASSERT_EQ(p.status, FpduStatus::kOk);
+      std::vector<uint8_t> got(head, head + p.head_size);
+      got.insert(got.end(), payload.begin(), payload.end());
+      got.insert(got.end(), tail, tail + p.tail_size);
+      EXPECT_EQ(got, want) << "payload " << len << " crc " << crc;
+    }
+  }
+}
+
+TEST(MpaFpdu, FramedAroundRefusesWhatCannotBeAnFpdu) {
+  const auto hdr = DdpSendHeader(1);
+  uint8_t head[kUlpduLengthSize + 18];
+  uint8_t tail[kMaxFpduTail];
+  const std::vector<uint8_t> big(kMaxUlpduLength - hdr.size() + 1);
+  EXPECT_EQ(FrameFpduAround(hdr, big, true, head, tail).status, FpduStatus::kUlpduTooLong);
+  EXPECT_EQ(FrameFpduAround(hdr, ByteSpan(), true, MutableByteSpan(head, 5), tail).status,
+            FpduStatus::kBufferTooSmall);
+  EXPECT_EQ(FrameFpduAround(hdr, ByteSpan(), true, head, MutableByteSpan(tail, 3)).status,
+            FpduStatus::kBufferTooSmall);
+}
+
 TEST(MpaFpdu, CrcDisabledWritesZeroCrcField) {
   const std::vector<uint8_t> payload(24, 0);
   const FpduConfig c{true, false, Seq32(0)};

@@ -601,7 +601,22 @@ struct TcpStack::Impl {
     size_t n = 0;
     uint32_t need = *len;
     uint32_t got = 0;
-    for (uint32_t i = 0; i < c.dcount && need > 0 && n < kMaxPieces; ++i) {
+    // The descriptors are contiguous in sequence order: the first one
+    // ending after `seq` is found by bisection (zero-copy records add two
+    // descriptors each, so a linear walk from the head cost one step per
+    // queued FPDU for every segment sent).
+    uint32_t lo = 0;
+    uint32_t hi = c.dcount;
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      const SendDesc& d = c.descs[(c.dhead + mid) % c.dcap];
+      if (d.seq + d.len > seq) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    for (uint32_t i = lo; i < c.dcount && need > 0 && n < kMaxPieces; ++i) {
       const SendDesc& d = c.descs[(c.dhead + i) % c.dcap];
       const Seq32 dend = d.seq + d.len;
       if (!(dend > seq)) continue;
@@ -2202,6 +2217,63 @@ SendStatus TcpStack::SendZeroCopy(ConnId id, ByteSpan data, uint64_t cookie, uin
   c->snd_end = c->snd_end + static_cast<uint32_t>(data.size());
   m.TrySend(*c);
   return last_send_status_ = SendStatus::kOk;
+}
+
+SendStatus TcpStack::SendRecordZeroCopy(ConnId id, ByteSpan head, ByteSpan data, ByteSpan tail,
+                                        uint64_t cookie, uint64_t now_us) {
+  Impl& m = *impl_;
+  m.now_us = now_us;
+  Impl::Conn* c = m.Get(id);
+  if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
+  if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
+  if (data.empty()) {
+    // Nothing to reference: an ordinary record of head and tail.
+    uint8_t joined[256];
+    if (head.size() + tail.size() > sizeof(joined)) {
+      return last_send_status_ = SendStatus::kTooManyRecords;
+    }
+    if (!head.empty()) std::memcpy(joined, head.data(), head.size());
+    if (!tail.empty()) std::memcpy(joined + head.size(), tail.data(), tail.size());
+    return SendRecord(id, ByteSpan(joined, head.size() + tail.size()), now_us);
+  }
+  // Descriptors: head and tail may each wrap the ring (two each), plus the
+  // referenced bytes; SendSpaceOf keeps two more free.
+  if (c->zc_count >= options_.max_zero_copy_sends || c->dcount + 7 > c->dcap ||
+      data.size() > (1u << 30)) {
+    c->want_send_space = true;
+    return last_send_status_ = SendStatus::kTooManyRecords;
+  }
+  if (head.size() + tail.size() > m.SendSpaceOf(*c)) {
+    c->want_send_space = true;
+    return last_send_status_ = SendStatus::kNoSpace;
+  }
+  if (!m.AddRecord(*c)) {
+    c->want_send_space = true;
+    return last_send_status_ = SendStatus::kTooManyRecords;
+  }
+  m.AppendCopy(*c, head);
+  SendDesc& d = c->descs[(c->dhead + c->dcount) % c->dcap];
+  d = SendDesc{c->snd_end, static_cast<uint32_t>(data.size()), data.data(), cookie, true};
+  ++c->dcount;
+  ++c->zc_count;
+  c->snd_end = c->snd_end + static_cast<uint32_t>(data.size());
+  m.AppendCopy(*c, tail);
+  m.TrySend(*c);
+  return last_send_status_ = SendStatus::kOk;
+}
+
+bool TcpStack::ZeroCopyReferences(ConnId id, ByteSpan range) const {
+  const Impl::Conn* c = impl_->Get(id);
+  if (c == nullptr || c->zc_count == 0 || range.empty()) return false;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(range.data());
+  const uintptr_t hi = lo + range.size();
+  for (uint32_t i = 0; i < c->dcount; ++i) {
+    const SendDesc& d = c->descs[(c->dhead + i) % c->dcap];
+    if (!d.zero_copy) continue;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(d.data);
+    if (a < hi && lo < a + d.len) return true;
+  }
+  return false;
 }
 
 size_t TcpStack::SendSpace(ConnId id) const {

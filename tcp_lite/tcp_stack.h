@@ -429,6 +429,18 @@ class TcpStack {
   // unchanged until OnSendComplete(cookie). Also record-aligned as
   // SendRecord. All or nothing.
   SendStatus SendZeroCopy(ConnId conn, ByteSpan data, uint64_t cookie, uint64_t now_us);
+  // One record of three parts, all or nothing: `head` and `tail` are copied
+  // into the send buffer, `data` is referenced as by SendZeroCopy (valid and
+  // unchanged until OnSendComplete(cookie)); the record is `head`, `data`,
+  // `tail` in that order, aligned as SendRecord. For an MPA FPDU whose
+  // payload stays in application memory: header before, pad and CRC after.
+  // kNoSpace when the buffer cannot take head and tail, kTooManyRecords when
+  // max_zero_copy_sends are outstanding (both arrange OnSendSpace).
+  SendStatus SendRecordZeroCopy(ConnId conn, ByteSpan head, ByteSpan data, ByteSpan tail,
+                                uint64_t cookie, uint64_t now_us);
+  // Whether a zero-copy send of `conn` not yet acknowledged references a
+  // byte of `range` (the owner is about to take that memory away).
+  bool ZeroCopyReferences(ConnId conn, ByteSpan range) const;
   // Bytes Send/SendRecord would accept now.
   size_t SendSpace(ConnId conn) const;
   // Why the last Send on this stack returned less than asked.

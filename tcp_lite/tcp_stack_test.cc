@@ -507,6 +507,97 @@ TEST_F(StackTest, ZeroCopySendCompletesWhenAcked) {
   EXPECT_EQ(user_.completions[0], (std::pair<uint64_t, bool>{77, true}));
 }
 
+// SendRecordZeroCopy: head and tail copied, the middle referenced; the
+// three go out as one record (segments start at record boundaries), the
+// reference ends with the acknowledgement of its last byte, and a
+// retransmission reads the referenced bytes again.
+TEST_F(StackTest, ZeroCopyRecordsGoOutWholeAndAreReferencedUntilAcked) {
+  Make();
+  Accept();
+  std::vector<std::vector<uint8_t>> bodies;
+  std::vector<uint8_t> all;
+  for (int i = 0; i < 3; ++i) {
+    bodies.push_back(Pattern(900, 60 + i));
+    std::vector<uint8_t> head = Pattern(20, 10 + i);
+    std::vector<uint8_t> tail = Pattern(6, 20 + i);
+    ASSERT_EQ(stack_->SendRecordZeroCopy(conn_, ByteSpan(head), ByteSpan(bodies.back()),
+                                         ByteSpan(tail), 100 + i, now_),
+              SendStatus::kOk);
+    all.insert(all.end(), head.begin(), head.end());
+    all.insert(all.end(), bodies.back().begin(), bodies.back().end());
+    all.insert(all.end(), tail.begin(), tail.end());
+  }
+  auto segs = out_.Take();
+  ASSERT_EQ(segs.size(), 3u);  // 926-byte records, no two in one 1448-byte segment
+  std::vector<uint8_t> got;
+  for (auto& seg : segs) {
+    EXPECT_EQ(seg.payload.size(), 926u);
+    got.insert(got.end(), seg.payload.begin(), seg.payload.end());
+  }
+  EXPECT_EQ(got, all);
+  // Only head and tail took send-buffer space.
+  EXPECT_EQ(stack_->SendSpace(conn_), size_t{64 * 1024} - 3 * 26);
+  for (const auto& b : bodies) EXPECT_TRUE(stack_->ZeroCopyReferences(conn_, ByteSpan(b)));
+  EXPECT_FALSE(stack_->ZeroCopyReferences(conn_, ByteSpan(all)));  // not referenced memory
+
+  // The first record acknowledged: its body is free, the others are not.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1 + 926, 512, Ts(110, our_tsval_)));
+  ASSERT_EQ(user_.completions.size(), 1u);
+  EXPECT_EQ(user_.completions[0], (std::pair<uint64_t, bool>{100, true}));
+  EXPECT_FALSE(stack_->ZeroCopyReferences(conn_, ByteSpan(bodies[0])));
+  EXPECT_TRUE(stack_->ZeroCopyReferences(conn_, ByteSpan(bodies[1]).subspan(899)));
+
+  // The retransmission timer resends the second record from the referenced
+  // bytes as they are now.
+  bodies[1][0] ^= 0xFF;
+  now_ += 1'100'000;
+  stack_->RunTimers(now_);
+  segs = out_.Take();
+  ASSERT_FALSE(segs.empty());
+  ASSERT_EQ(segs[0].payload.size(), 926u);
+  EXPECT_EQ(segs[0].payload[20], bodies[1][0]);
+
+  // Abort hands the references back unacknowledged.
+  stack_->Abort(conn_, now_);
+  ASSERT_EQ(user_.completions.size(), 3u);
+  EXPECT_EQ(user_.completions[1], (std::pair<uint64_t, bool>{101, false}));
+  EXPECT_EQ(user_.completions[2], (std::pair<uint64_t, bool>{102, false}));
+  EXPECT_FALSE(stack_->ZeroCopyReferences(conn_, ByteSpan(bodies[2])));
+}
+
+// max_zero_copy_sends bounds the references; head and tail need room in the
+// send buffer; both refusals leave the stream as it was.
+TEST_F(StackTest, ZeroCopyRecordsAreRefusedWhole) {
+  TcpOptions o = BaseOptions();
+  o.max_zero_copy_sends = 2;
+  Make(o);
+  Accept();
+  const auto body = Pattern(600, 7);
+  const uint8_t head[4] = {1, 2, 3, 4};
+  const uint8_t tail[4] = {5, 6, 7, 8};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(stack_->SendRecordZeroCopy(conn_, ByteSpan(head), ByteSpan(body), ByteSpan(tail), i,
+                                         now_),
+              SendStatus::kOk);
+  }
+  const size_t space = stack_->SendSpace(conn_);
+  EXPECT_EQ(stack_->SendRecordZeroCopy(conn_, ByteSpan(head), ByteSpan(body), ByteSpan(tail), 2,
+                                       now_),
+            SendStatus::kTooManyRecords);
+  EXPECT_EQ(stack_->SendSpace(conn_), space);
+  auto segs = out_.Take();
+  ASSERT_EQ(segs.size(), 2u);
+  // Without a referenced part it is an ordinary record.
+  EXPECT_EQ(stack_->SendRecordZeroCopy(conn_, ByteSpan(head), ByteSpan(), ByteSpan(tail), 3, now_),
+            SendStatus::kOk);
+  segs = out_.Take();
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_EQ(segs[0].payload, (std::vector<uint8_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(stack_->SendRecordZeroCopy(ConnId{}, ByteSpan(head), ByteSpan(body), ByteSpan(tail), 4,
+                                       now_),
+            SendStatus::kBadConn);
+}
+
 TEST_F(StackTest, RetransmissionTimeoutResendsWithBackoff) {
   Make();
   Accept();

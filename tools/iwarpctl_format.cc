@@ -110,7 +110,12 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
     absl::StrAppend(&out, "  wire errors    bad SQEs ", app.Text("wire_bad_sqes"), "  bad RQEs ",
                     app.Text("wire_bad_rqes"), "  ring corruptions ", app.Text("wire_ring_corruptions"), "  requests ",
                     app.Text("wire_engine_requests"), " (refused ", app.Text("wire_requests_refused"),
-                    ")\n");
+                    ")");
+    if (app.Find("wire_dereg_aborts") != nullptr) {
+      absl::StrAppend(&out, "  QPs aborted by dereg of memory in flight ",
+                      app.Text("wire_dereg_aborts"));
+    }
+    absl::StrAppend(&out, "\n");
     if (app.Find("wire_tcp_port_holds") != nullptr) {
       // Receive steering of application ports to worker 0 (appif/app_ports.h).
       absl::StrAppend(&out, "  wire TCP ports holds ", app.Text("wire_tcp_port_holds"),
