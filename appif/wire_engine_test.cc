@@ -48,6 +48,8 @@ struct AppQp {
   std::unique_ptr<WireQpContext> ctx;
   uint32_t stag = 0;
   uint64_t base_to = 0x7000'0000;
+  bool markers = true;     // asked for (MPA); the peer's answer decides
+  bool zero_copy = false;  // engine::QpOptions::zero_copy_tx
 
   void Init(WireEngine& e, uint32_t qp_id, uint32_t pd, uint32_t stag_index) {
     qp_mem = Alloc(layout.bytes());
@@ -73,7 +75,8 @@ struct AppQp {
     ctx->rcq = &wcq;
     engine::QpOptions o;
     o.mpa.crc = true;
-    o.mpa.want_markers = true;
+    o.mpa.want_markers = markers;
+    o.zero_copy_tx = zero_copy;
     o.pd = pd;
     o.sq_depth = kDepth;
     o.rq_depth = kDepth;
@@ -99,6 +102,8 @@ struct AppQp {
 class WireEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    a_.markers = b_.markers = markers_;
+    a_.zero_copy = b_.zero_copy = zero_copy_;
     tcp::TcpOptions t;
     t.max_connections = 8;
     t.send_buffer_bytes = 1 << 20;
@@ -195,6 +200,8 @@ class WireEngineTest : public ::testing::Test {
     return n;
   }
 
+  bool markers_ = true;
+  bool zero_copy_ = false;
   tcp::testing::RingLink link_;
   tcp::IsnGenerator isn_ = tcp::testing::TestIsn();
   uint64_t now_ = 1'000'000;
@@ -467,6 +474,74 @@ TEST_F(WireEngineTest, UnansweredRequestIsResetAfterTheTimeout) {
   EXPECT_EQ(ports_a_.held_ports(), 1u);
   EXPECT_EQ(ea_->stats().tcp_port_holds, 1u);
   EXPECT_EQ(ports_b_.holds(kPort), 2u);
+}
+
+}  // namespace
+}  // namespace iwarp::appif
+
+namespace iwarp::appif {
+namespace {
+
+// Application QPs with zero-copy transmit (the daemon's default) and no
+// Markers: the payload is read from the application's region until TCP has
+// it acknowledged.
+class WireEngineZeroCopyTest : public WireEngineTest {
+ protected:
+  void SetUp() override {
+    markers_ = false;
+    zero_copy_ = true;
+    WireEngineTest::SetUp();
+  }
+};
+
+// An application deregisters the region an RDMA Write is still being sent
+// from. The worker aborts that QP before acknowledging the deregistration
+// (the control thread unmaps the region after the Ack), so no byte leaves
+// from the region afterwards: the peer holds only bytes of the original
+// pattern, the Write completes in error and the counter names why.
+TEST_F(WireEngineZeroCopyTest, DeregisteringMemoryInFlightAbortsTheQpFirst) {
+  for (uint32_t i = 0; i < kRegion; ++i) a_.region.get()[i] = static_cast<uint8_t>(1 + i % 251);
+  ASSERT_TRUE(a_.sq.Push(MakeSqe(1, WrOpcode::kRdmaWrite, a_, kRegion, &b_)));
+  ea_->Poll(now_);  // the Write is taken: the first window leaves, the rest is queued
+  WireCommand d;
+  d.type = WireCommandType::kDeregMr;
+  d.stag = a_.stag;
+  ASSERT_EQ(Call(*ea_, d), 0);
+  EXPECT_EQ(ea_->stats().dereg_aborts, 1u);
+  // What the control thread's munmap would do to the bytes.
+  std::memset(a_.region.get(), 0xEE, kRegion);
+  Cqe c;
+  ASSERT_EQ(Reap(a_, &c, 1), 1u);
+  EXPECT_EQ(c.wr_id, 1u);
+  EXPECT_NE(c.status, static_cast<uint8_t>(WcStatus::kSuccess));
+  for (int i = 0; i < 2000; ++i) Step();
+  size_t placed = 0;
+  for (uint32_t i = 0; i < kRegion; ++i) {
+    const uint8_t v = b_.region.get()[i];
+    if (v == 0) continue;
+    ASSERT_EQ(v, static_cast<uint8_t>(1 + i % 251)) << "byte " << i << " left after dereg";
+    ++placed;
+  }
+  EXPECT_GT(placed, 0u);
+  EXPECT_LT(placed, size_t{kRegion});
+}
+
+// Without a deregistration the same Write completes and every byte arrives;
+// the region is no longer referenced once it has.
+TEST_F(WireEngineZeroCopyTest, WriteFromTheRegionArrivesWhole) {
+  for (uint32_t i = 0; i < kRegion; ++i) a_.region.get()[i] = static_cast<uint8_t>(1 + i % 251);
+  ASSERT_TRUE(a_.sq.Push(MakeSqe(1, WrOpcode::kRdmaWrite, a_, kRegion, &b_)));
+  Cqe c;
+  ASSERT_EQ(Reap(a_, &c, 1), 1u);
+  EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kSuccess));
+  EXPECT_EQ(std::memcmp(a_.region.get(), b_.region.get(), kRegion), 0);
+  EXPECT_GT(a_.ctx->engine->stats().fpdus_zero_copy, 0u);
+  EXPECT_FALSE(a_.ctx->engine->SendsFrom(ByteSpan(a_.region.get(), kRegion)));
+  WireCommand d;
+  d.type = WireCommandType::kDeregMr;
+  d.stag = a_.stag;
+  ASSERT_EQ(Call(*ea_, d), 0);
+  EXPECT_EQ(ea_->stats().dereg_aborts, 0u);
 }
 
 }  // namespace

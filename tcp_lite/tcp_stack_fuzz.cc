@@ -204,8 +204,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (op[2] & 2) {
         auto& buf = user.live_zc[next_cookie];
         buf.assign(64u * op[1] + 1, op[3]);
-        if (s.SendZeroCopy(user.conn, ByteSpan(buf), next_cookie, now) != SendStatus::kOk) {
+        // A plain zero-copy send, or one framed by copied head and tail
+        // (an FPDU around payload left in place).
+        const uint8_t frame[8] = {op[4], op[5], op[6], op[7], op[8], op[9], op[10], op[11]};
+        const SendStatus st =
+            (op[2] & 4) ? s.SendRecordZeroCopy(user.conn, ByteSpan(frame, op[4] % 7),
+                                               ByteSpan(buf), ByteSpan(frame, op[5] % 8),
+                                               next_cookie, now)
+                        : s.SendZeroCopy(user.conn, ByteSpan(buf), next_cookie, now);
+        if (st != SendStatus::kOk) {
           user.live_zc.erase(next_cookie);
+        } else {
+          Check(s.ZeroCopyReferences(user.conn, ByteSpan(buf)) ||
+                s.State(user.conn) == TcpState::kClosed);
         }
         ++next_cookie;
       } else {
