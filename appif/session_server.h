@@ -85,7 +85,7 @@ struct SessionServerOptions {
   // A connect may override CRC and Markers (ConnectReq::mpa_flags).
   engine::MpaParams wire_mpa;
   // engine::QpOptions::zero_copy_tx for wire QPs over TCP.
-  bool wire_zero_copy_tx = true;
+  bool wire_zero_copy_tx = false;
   // How long the control thread waits for the worker to acknowledge a
   // command that releases or publishes memory (MR, QP destroy, listen).
   uint32_t wire_ack_timeout_ms = 2000;

@@ -194,8 +194,10 @@ struct AppInterfaceConfig {
   bool mpa_markers = false;
   // FPDU payload of application QPs over TCP is read from the registered
   // memory when TCP sends it, without a copy into the TCP send buffer
-  // (engine::QpOptions::zero_copy_tx); false copies every FPDU.
-  bool zero_copy_tx = true;
+  // (engine::QpOptions::zero_copy_tx); false (the default) copies every
+  // FPDU. Measured on net_memif: no gain (the port copies and the TCP
+  // checksum reads the payload anyway), so it is opt-in.
+  bool zero_copy_tx = false;
   // How long the control thread waits for worker 0 to acknowledge a wire QP
   // command (destroy, teardown) before it keeps the QP's memory mapped and
   // counts wire_ack_timeouts.
