@@ -362,9 +362,11 @@ def case_crc_markers(args):
               "client asked for Markers: the responder inserts them (client rx_markers %d, "
               "tx_markers %d)" % (q["rx_markers"], q["tx_markers"]))
         q = qp_of(qps, "m_responder")
-        check(q["remote"] == "%s:%d" % (A_IP, PORT_MARKERS) and q["state"] == "ERROR",
-              "iwarpctl qps keeps the finished QP: %s -> %s %s" %
-              (q["local"], q["remote"], q["state"]))
+        # The run ended with a graceful close (both FINs, no Terminate): CLOSED, not ERROR.
+        check(q["remote"] == "%s:%d" % (A_IP, PORT_MARKERS) and q["state"] == "CLOSED" and
+              q.get("end") == "closed",
+              "iwarpctl qps keeps the finished QP, closed gracefully: %s -> %s %s (%s)" %
+              (q["local"], q["remote"], q["state"], q.get("end")))
         check(q["tx_markers"] == 1 and q["rx_markers"] == 0,
               "responder asked for Markers: the client inserts them (client tx_markers %d, "
               "rx_markers %d)" % (q["tx_markers"], q["rx_markers"]))
