@@ -550,6 +550,25 @@ TEST_F(QpSctpTest, AbortFlushesBothEnds) {
   EXPECT_EQ(client_->state(), sctp::DdpAssociation::State::kUp);
 }
 
+// RFC 5043 11.3: the association going down ends every session on it in
+// error (not a graceful close); posted receives are flushed.
+TEST_F(QpSctpTest, AssociationDownIsAnError) {
+  OpenAssociation();
+  const auto pair = OpenPair(5);
+  End* c = pair.first;
+  ASSERT_NE(c, nullptr);
+  const uint32_t cb = c->mem.Register(16, ddp::kAccessLocalWrite);
+  ASSERT_EQ(c->qp->PostRecv(RecvWr{12, LocalSge{cb, 0x10000, 16}}), PostStatus::kOk);
+  cs_.OnAssociationDown();  // what the association's owner reports
+  c->Drain();
+  EXPECT_TRUE(c->obs.disconnected);
+  EXPECT_EQ(c->qp->state(), QpState::kError);
+  EXPECT_EQ(c->qp->end(), QpEnd::kLlpFailed) << QpEndName(c->qp->end());
+  ASSERT_EQ(c->cqes.size(), 1u);
+  EXPECT_EQ(c->cqes[0].wr_id, 12u);
+  EXPECT_EQ(c->cqes[0].status, WcStatus::kFlushed);
+}
+
 TEST_F(QpSctpTest, UnansweredInitiateTimesOut) {
   OpenAssociation();
   QpOptions o;
