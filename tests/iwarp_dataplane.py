@@ -429,6 +429,10 @@ def case_corrupt(args):
         check(s["terminates_received"] >= 1 and
               s["last_terminate_received"] == "layer 2 etype 0 code 2",
               "client received the Terminate %r" % s["last_terminate_received"])
+        q = qp_of(qps, "c")
+        check(q["state"] in ("TERMINATING", "ERROR") and q.get("end") == "terminate",
+              "iwarpctl qps: the client's QP ended by the Terminate, not closed: %s (%s)" %
+              (q["state"], q.get("end")))
         deadline = time.time() + 5
         while True:
             a = pair.a.services_by_name()["r_crc"]
