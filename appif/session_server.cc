@@ -1309,6 +1309,7 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
     case WireEventType::kDisconnected:
       qp->state = QpState::kError;
       out.type = static_cast<uint32_t>(EventType::kDisconnected);
+      out.reason = ev.status;  // 0 after a graceful close
       break;
     default:
       return;

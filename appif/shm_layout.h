@@ -112,7 +112,7 @@ enum class EventType : uint32_t {
   kConnectRequest = 1,  // listener_id, request_id, private data of the initiator
   kEstablished = 2,     // qp_id, private data of the responder (initiator side)
   kRejected = 3,        // qp_id, private data of the responder
-  kDisconnected = 4,    // qp_id: orderly close (ours or the peer's, or peer lost)
+  kDisconnected = 4,    // qp_id, reason: 0 orderly close (ours or the peer's), errno if lost
   kConnectError = 5,    // qp_id, reason (errno): no listener, listener gone
   kQpError = 6,         // qp_id, reason and Terminate triple
   kDeviceFatal = 7,     // daemon gone (made by libiwarp, never on the ring)

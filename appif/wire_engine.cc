@@ -53,6 +53,23 @@ int ConnectErrno(engine::ConnectError e) {
   return EIO;
 }
 
+// The errno a kDisconnected event carries: 0 after a graceful close (the
+// engine QP kClosed), else why the connection failed.
+int DisconnectErrno(const engine::Qp& qp) {
+  if (qp.state() == engine::QpState::kClosed) return 0;
+  switch (qp.end()) {
+    case engine::QpEnd::kReset: return ECONNRESET;
+    case engine::QpEnd::kTimeout: return ETIMEDOUT;
+    case engine::QpEnd::kSetupFailed: return ConnectErrno(qp.connect_error());
+    case engine::QpEnd::kTerminate: return EPROTO;
+    case engine::QpEnd::kNone:
+    case engine::QpEnd::kClosed:
+    case engine::QpEnd::kAborted:
+    case engine::QpEnd::kLlpFailed: break;
+  }
+  return ECONNABORTED;
+}
+
 WcOpcode SqWcOpcode(uint8_t op) {
   if (op == static_cast<uint8_t>(WrOpcode::kRdmaWrite)) return WcOpcode::kRdmaWrite;
   if (op == static_cast<uint8_t>(WrOpcode::kRdmaRead)) return WcOpcode::kRdmaRead;
@@ -326,9 +343,10 @@ void WireQpContext::OnTerminate(engine::Qp&, const rdmap::TerminateCode& code, b
   owner->Emit(ev);
 }
 
-void WireQpContext::OnDisconnected(engine::Qp&) {
+void WireQpContext::OnDisconnected(engine::Qp& qp) {
   WireEvent ev;
   ev.type = WireEventType::kDisconnected;
+  ev.status = DisconnectErrno(qp);
   ev.qp = this;
   ev.qp_id = qp_id;
   owner->Emit(ev);
@@ -498,19 +516,19 @@ void WireEngine::Deactivate(WireQpContext* qp) {
 void WireEngine::Release(WireQpContext* qp) {
   engine::Qp& e = *qp->engine;
   const engine::QpState st = e.state();
-  if (st != engine::QpState::kIdle && st != engine::QpState::kError) e.Abort(now_us_);
+  if (st != engine::QpState::kIdle && !engine::QpEnded(st)) e.Abort(now_us_);
   if (qp->pending_slot != UINT32_MAX) {
     Pending& p = pending_[qp->pending_slot];
     if (p.used && p.target == qp) {
       // The proxy outlives the engine QP and discards what still comes. A
-      // failed QP closes gracefully (a reject's MPA Reply and FIN are
-      // already queued); otherwise the connection is reset.
+      // failed or closed QP closes gracefully (a reject's MPA Reply and FIN
+      // are already queued); otherwise the connection is reset.
       p.target = nullptr;
       p.detached = true;
       pending_dirty_ = true;
       p.since_us = now_us_;  // a graceful close gets pending_timeout_us to finish
       const tcp::TcpState ts = stack_.State(p.conn);
-      if (st != engine::QpState::kError && ts != tcp::TcpState::kClosed &&
+      if (!engine::QpEnded(st) && ts != tcp::TcpState::kClosed &&
           ts != tcp::TcpState::kTimeWait) {
         stack_.Abort(p.conn, now_us_);
       }
@@ -776,7 +794,7 @@ uint32_t WireEngine::FeedRq(WireQpContext* qp) {
 uint32_t WireEngine::FeedSq(WireQpContext* qp) {
   const engine::QpState st = qp->engine->state();
   if (st == engine::QpState::kIdle || st == engine::QpState::kClosing ||
-      st == engine::QpState::kTerminating || st == engine::QpState::kError) {
+      st == engine::QpState::kTerminating || engine::QpEnded(st)) {
     return 0;
   }
   const int64_t avail = qp->sq.Available();
@@ -909,10 +927,10 @@ uint32_t WireEngine::PollQp(WireQpContext* qp) {
   if (qp->reject_only) return 0;
   uint32_t work = 0;
   const engine::QpState st = qp->engine->state();
-  if (st != engine::QpState::kTerminating && st != engine::QpState::kError) work += FeedRq(qp);
+  if (st != engine::QpState::kTerminating && !engine::QpEnded(st)) work += FeedRq(qp);
   work += FeedSq(qp);
   work += MoveCompletions(qp);
-  if (qp->engine->state() == engine::QpState::kError) work += FlushRings(qp);
+  if (engine::QpEnded(qp->engine->state())) work += FlushRings(qp);
   return work;
 }
 
@@ -921,7 +939,7 @@ uint32_t WireEngine::PostReceives() {
   for (WireQpContext* qp : active_) {
     if (qp->reject_only || qp->engine == nullptr) continue;
     const engine::QpState st = qp->engine->state();
-    if (st != engine::QpState::kTerminating && st != engine::QpState::kError) work += FeedRq(qp);
+    if (st != engine::QpState::kTerminating && !engine::QpEnded(st)) work += FeedRq(qp);
   }
   return work;
 }

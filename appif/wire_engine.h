@@ -174,7 +174,7 @@ enum class WireEventType : uint8_t {
   kEstablished,     // qp, private data of the peer
   kConnectFailed,   // qp, status (errno), connect_error, private data
   kTerminate,       // qp, Terminate triple, sent
-  kDisconnected,    // qp
+  kDisconnected,    // qp, status (0: graceful close, else errno)
   kRemoteInvalidate,  // stag, pd: the peer's Send with Invalidate succeeded
 };
 

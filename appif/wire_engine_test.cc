@@ -8,6 +8,7 @@
 // named counter.
 //
 // Own binary: it replaces global operator new (alloc_counter_dep).
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -330,15 +331,58 @@ TEST_F(WireEngineTest, GarbageSqeCompletesInErrorAndEndsOnlyThatQp) {
   EXPECT_EQ(c.wr_id, 5u);
   EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kLocalQpOperation));
   EXPECT_EQ(ea_->stats().bad_sqes, 1u);
-  // The QP was aborted: the peer sees the connection go; nothing was placed.
+  // The QP was aborted: the peer sees the connection reset; nothing was
+  // placed.
   bool b_down = false;
+  int b_status = -1;
   for (int i = 0; i < 20000 && !b_down; ++i) {
     Step();
     WireEvent ev;
-    while (eb_->PopEvent(&ev)) b_down |= ev.type == WireEventType::kDisconnected;
+    while (eb_->PopEvent(&ev)) {
+      if (ev.type != WireEventType::kDisconnected) continue;
+      b_down = true;
+      b_status = ev.status;
+    }
   }
   EXPECT_TRUE(b_down);
+  EXPECT_EQ(b_status, ECONNRESET);
+  EXPECT_EQ(b_.ctx->engine->state(), engine::QpState::kError);
   for (uint32_t i = 0; i < kRegion; ++i) ASSERT_EQ(b_.region.get()[i], 0) << i;
+}
+
+// The application's disconnect (RFC 5040 5.5 graceful close): both sides
+// get kDisconnected with status 0, their engine QPs end CLOSED (not ERROR)
+// and what was still posted is flushed.
+TEST_F(WireEngineTest, GracefulDisconnectIsNoError) {
+  Rqe r;
+  r.wr_id = 31;
+  r.num_sge = 1;
+  r.sge[0] = Sge{b_.base_to, 64, b_.stag};
+  ASSERT_TRUE(b_.rq.Push(r));
+  for (int i = 0; i < 100; ++i) Step();
+  WireCommand d;
+  d.type = WireCommandType::kDisconnect;
+  d.qp = a_.ctx.get();
+  ASSERT_TRUE(ea_->PushCommand(d));
+  int a_status = -1, b_status = -1;
+  for (int i = 0; i < 200000 && (a_status < 0 || b_status < 0); ++i) {
+    Step();
+    WireEvent ev;
+    while (ea_->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kDisconnected) a_status = ev.status;
+    }
+    while (eb_->PopEvent(&ev)) {
+      if (ev.type == WireEventType::kDisconnected) b_status = ev.status;
+    }
+  }
+  EXPECT_EQ(a_status, 0);
+  EXPECT_EQ(b_status, 0);
+  EXPECT_EQ(a_.ctx->engine->state(), engine::QpState::kClosed);
+  EXPECT_EQ(b_.ctx->engine->state(), engine::QpState::kClosed);
+  Cqe c;
+  ASSERT_EQ(Reap(b_, &c, 1), 1u);
+  EXPECT_EQ(c.wr_id, 31u);
+  EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kFlushed));
 }
 
 TEST_F(WireEngineTest, ImpossibleRingIndexIsCountedNotFollowed) {

@@ -433,7 +433,7 @@ void WireEngine::ReleaseSctp(WireQpContext* qp) {
   SctpAssoc* a = static_cast<SctpAssoc*>(qp->sctp_assoc);
   if (qp->engine != nullptr) {
     const engine::QpState st = qp->engine->state();
-    if (st != engine::QpState::kIdle && st != engine::QpState::kError) qp->engine->Abort(now_us_);
+    if (st != engine::QpState::kIdle && !engine::QpEnded(st)) qp->engine->Abort(now_us_);
     qp->engine.reset();  // detaches from its stream (worker-side destroy)
   }
   qp->sctp_assoc = nullptr;

@@ -367,6 +367,7 @@ int QpsCommand(const char*, const char* params, rte_tel_data* d) {
               ? v->config->services[static_cast<size_t>(q.service)].name.c_str()
               : "");
       rte_tel_data_add_dict_string(e, "state", std::string(engine::QpStateName(q.state)).c_str());
+      rte_tel_data_add_dict_string(e, "end", std::string(engine::QpEndName(q.end)).c_str());
       rte_tel_data_add_dict_string(e, "local",
                                    TupleText(q.tuple.local_addr, q.tuple.local_port).c_str());
       rte_tel_data_add_dict_string(e, "remote",

@@ -63,6 +63,21 @@ std::string_view QpStateName(QpState s) {
     case QpState::kClosing: return "CLOSING";
     case QpState::kTerminating: return "TERMINATING";
     case QpState::kError: return "ERROR";
+    case QpState::kClosed: return "CLOSED";
+  }
+  return "invalid";
+}
+
+std::string_view QpEndName(QpEnd e) {
+  switch (e) {
+    case QpEnd::kNone: return "-";
+    case QpEnd::kClosed: return "closed";
+    case QpEnd::kSetupFailed: return "setup_failed";
+    case QpEnd::kTerminate: return "terminate";
+    case QpEnd::kReset: return "reset";
+    case QpEnd::kTimeout: return "timeout";
+    case QpEnd::kAborted: return "aborted";
+    case QpEnd::kLlpFailed: return "llp_failed";
   }
   return "invalid";
 }
@@ -143,6 +158,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   bool pend_valid = false;
   bool pend_last = false;
   bool llp_ended = false;
+  bool aborted = false;  // Abort() called: the end is not a graceful close
 
   // The LLP under DDP (transmit side): MpaTcpTx or SegmentTx.
   class TxLlp;
@@ -409,7 +425,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // `v`/`segment` (optional) supply the offending headers. Ends all work.
   void SendTerminate(const rdmap::TerminateCode& code, const rdmap::SegmentVerdict* v,
                      ByteSpan segment) {
-    if (qp.state_ == QpState::kTerminating || qp.state_ == QpState::kError) return;
+    if (qp.state_ == QpState::kTerminating || QpEnded(qp.state_)) return;
     size_t n = 0;
     if (v != nullptr) {
       rdmap::SegmentVerdict vv = *v;
@@ -423,6 +439,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     }
     term_len = n;
     qp.term_sent_ = code;
+    SetEnd(QpEnd::kTerminate);
     ++qp.stats_.terminates_sent;
     // The peer broke the stream: our own work did not fail, it is flushed.
     FlushAll(WcStatus::kFlushed);
@@ -445,7 +462,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
       cur = TxKind::kTerminate;
       return true;
     }
-    if (qp.state_ == QpState::kTerminating || qp.state_ == QpState::kError) return false;
+    if (qp.state_ == QpState::kTerminating || QpEnded(qp.state_)) return false;
     if (rtr_pending) {
       rtr_pending = false;
       cur = TxKind::kRtr;
@@ -595,18 +612,38 @@ struct Qp::Impl final : public mpa::UlpduSink {
     return m;
   }
 
+  // Records why the QP ends; the first cause stays.
+  void SetEnd(QpEnd e) {
+    if (qp.end_ == QpEnd::kNone) qp.end_ = e;
+  }
+
+  // Whether the connection, now over, ended as a graceful close: from Full
+  // Operation or Closing, with no Terminate either way and no Abort().
+  bool GracefulEnd(QpState was) const {
+    return (was == QpState::kRts || was == QpState::kClosing) && !aborted &&
+           !qp.term_sent_.has_value() && !qp.term_received_.has_value();
+  }
+
+  // The connection is over: the terminal state (kClosed when `graceful`,
+  // else kError with `why` unless a cause was recorded before), then
+  // everything still outstanding is flushed (RFC 5040 6.2: in both cases).
+  void Ended(bool graceful, QpEnd why) {
+    if (QpEnded(qp.state_)) return;
+    qp.state_ = graceful ? QpState::kClosed : QpState::kError;
+    SetEnd(graceful ? QpEnd::kClosed : why);
+    FlushAll(WcStatus::kFlushed);
+  }
+
   // The LLP session is over (ended, or refused a send for good).
-  void LlpGone() {
+  void LlpGone(LlpEnd how) {
     if (llp_ended) return;
     llp_ended = true;
     const QpState was = qp.state_;
     if (was == QpState::kAwaitRequest || was == QpState::kAwaitReply) {
       FailSetup(ConnectError::kTcpFailed, false);
     }
-    if (qp.state_ != QpState::kError) {
-      qp.state_ = QpState::kError;
-      FlushAll(WcStatus::kFlushed);
-    }
+    Ended(how == LlpEnd::kOrderly && GracefulEnd(was),
+          aborted ? QpEnd::kAborted : QpEnd::kLlpFailed);
     qp.observer_.OnDisconnected(qp);
   }
 
@@ -721,9 +758,9 @@ struct Qp::Impl final : public mpa::UlpduSink {
       if (st == LlpSendStatus::kOk) *wire = header.size() + payload.size();
       return st;
     }
-    void Failed() override { m_.LlpGone(); }
+    void Failed() override { m_.LlpGone(LlpEnd::kFailed); }
     void EndStream() override {
-      if (m_.qp.llp_->EndStream() != LlpSendStatus::kOk) m_.LlpGone();
+      if (m_.qp.llp_->EndStream() != LlpSendStatus::kOk) m_.LlpGone(LlpEnd::kFailed);
     }
     uint64_t CompleteUpTo() const override { return m_.tx_off; }
     bool CompletesOnTake() const override { return true; }
@@ -844,6 +881,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
           code = t.code;
         }
         qp.term_received_ = code;
+        SetEnd(QpEnd::kTerminate);
         ++qp.stats_.terminates_received;
         qp.observer_.OnTerminate(qp, code, false);
         ConnectError e = ConnectError::kRejected;
@@ -1008,6 +1046,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
         if (rdmap::ParseTerminate(payload, &t, &used) == rdmap::BodyStatus::kOk) code = t.code;
         term_in_msn += 1;
         qp.term_received_ = code;
+        SetEnd(QpEnd::kTerminate);
         ++qp.stats_.terminates_received;
         qp.state_ = QpState::kTerminating;
         FlushAll(WcStatus::kFlushed, &code, StatusForTerminate(code));
@@ -1041,6 +1080,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     qp.connect_error_ = e;
     const bool was_live = qp.conn_.valid();
     qp.state_ = QpState::kError;
+    SetEnd(QpEnd::kSetupFailed);
     FlushAll(WcStatus::kFlushed);
     qp.observer_.OnConnectFailed(qp, e, qp.peer_private_data());
     if (qp.llp_ != nullptr && !fin_sent && !llp_ended) {
@@ -1337,7 +1377,7 @@ bool Qp::AttachPassive(tcp::ConnId conn) {
 
 PostStatus Qp::PostSend(const SendWr& wr) {
   if (state_ == QpState::kIdle || state_ == QpState::kClosing ||
-      state_ == QpState::kTerminating || state_ == QpState::kError) {
+      state_ == QpState::kTerminating || QpEnded(state_)) {
     return PostStatus::kNotConnected;
   }
   if (wr.local.num_sge > options_.max_send_sge) return PostStatus::kInvalidWr;
@@ -1374,7 +1414,7 @@ PostStatus Qp::PostSend(const SendWr& wr) {
 }
 
 PostStatus Qp::PostRecv(const RecvWr& wr) {
-  if (state_ == QpState::kTerminating || state_ == QpState::kError) return PostStatus::kNotConnected;
+  if (state_ == QpState::kTerminating || QpEnded(state_)) return PostStatus::kNotConnected;
   if (wr.local.num_sge > kMaxSge) return PostStatus::kInvalidWr;
   Impl& m = *impl_;
   if (m.rq_count == options_.rq_depth) return PostStatus::kQueueFull;
@@ -1433,7 +1473,7 @@ void Qp::Close(uint64_t now_us) {
   if (state_ == QpState::kRts) {
     state_ = QpState::kClosing;
     impl_->Pump();
-  } else if (state_ != QpState::kError && state_ != QpState::kTerminating &&
+  } else if (!QpEnded(state_) && state_ != QpState::kTerminating &&
              (conn_.valid() || (llp_ != nullptr && state_ != QpState::kIdle))) {
     Abort(now_us);
   }
@@ -1445,11 +1485,15 @@ void Qp::Abort(uint64_t now_us) {
     Impl& m = *impl_;
     if (m.llp_ended || state_ == QpState::kIdle) return;
     // The session Terminate; OnLlpEnded flushes when the peer answers.
+    m.aborted = true;
     m.fin_sent = true;
-    if (llp_->EndStream() != LlpSendStatus::kOk) m.LlpGone();
+    if (llp_->EndStream() != LlpSendStatus::kOk) m.LlpGone(LlpEnd::kFailed);
     return;
   }
-  if (conn_.valid()) stack_->Abort(conn_, now_us);  // OnClosed flushes
+  if (conn_.valid()) {
+    impl_->aborted = true;
+    stack_->Abort(conn_, now_us);  // OnClosed flushes
+  }
 }
 
 // ---------------------------------------------------------------- over an LLP
@@ -1595,7 +1639,7 @@ void Qp::OnLlpRejected(ByteSpan private_data) {
 
 void Qp::OnLlpSegment(ByteSpan ddp_segment) { impl_->OnUlpdu(ddp_segment, Seq32(0)); }
 
-void Qp::OnLlpEnded() { impl_->LlpGone(); }
+void Qp::OnLlpEnded(LlpEnd how) { impl_->LlpGone(how); }
 
 void Qp::OnConnected(tcp::ConnId conn) {
   if (conn != conn_) return;
@@ -1641,7 +1685,7 @@ size_t Qp::OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) {
     }
     return frame_end + data.size();
   }
-  if (!m.decoder.has_value() || state_ == QpState::kError || state_ == QpState::kTerminating) {
+  if (!m.decoder.has_value() || QpEnded(state_) || state_ == QpState::kTerminating) {
     stats_.rx_bytes_discarded += data.size();  // nothing is processed after a Terminate
     return data.size();
   }
@@ -1696,10 +1740,19 @@ void Qp::OnClosed(tcp::ConnId conn, tcp::CloseReason reason) {
       was == QpState::kAwaitReply || was == QpState::kAwaitRtr) {
     m.FailSetup(ConnectError::kTcpFailed, false);
   }
-  if (was != QpState::kError) {
-    state_ = QpState::kError;
-    m.FlushAll(WcStatus::kFlushed);
+  // RFC 5040 / 5041 6.2 graceful teardown: both FINs exchanged and
+  // acknowledged, no Terminate, no RST: kClosed. Anything else: kError.
+  QpEnd why = QpEnd::kAborted;
+  switch (reason) {
+    // An orderly TCP close that was no graceful close: a Terminate (its
+    // cause recorded already) or an ended setup.
+    case tcp::CloseReason::kNormal: why = QpEnd::kTerminate; break;
+    case tcp::CloseReason::kResetByPeer: why = QpEnd::kReset; break;
+    case tcp::CloseReason::kRefused: why = QpEnd::kSetupFailed; break;
+    case tcp::CloseReason::kTimeout: why = QpEnd::kTimeout; break;
+    case tcp::CloseReason::kAborted: why = QpEnd::kAborted; break;
   }
+  m.Ended(reason == tcp::CloseReason::kNormal && m.GracefulEnd(was), why);
   observer_.OnDisconnected(*this);
 }
 

@@ -284,8 +284,38 @@ enum class QpState : uint8_t {
   kClosing,        // graceful close asked, sending what is queued
   kTerminating,    // a Terminate was sent or received
   kError,          // connection gone or failed; everything flushed
+  // Graceful close completed (RFC 5040 / RFC 5041 6.2: the stream ended in
+  // order, both ways, after our send queue drained; no Terminate, no LLP
+  // error). Work still outstanding at the close was flushed, as in kError.
+  // Terminal like kError, not kIdle: the engine keeps its stream state
+  // (MSNs, sequence numbers, the decoder) and cannot connect again; owners
+  // replace the QP as they do after an error.
+  kClosed,
 };
 std::string_view QpStateName(QpState s);
+// Whether `s` is a terminal state (kClosed or kError): nothing more is sent
+// or received, every work request was completed or flushed.
+constexpr bool QpEnded(QpState s) { return s == QpState::kClosed || s == QpState::kError; }
+
+// Why a QP ended (Qp::end()): the first cause seen.
+enum class QpEnd : uint8_t {
+  kNone,         // still open (or never connected)
+  kClosed,       // graceful close, no error (state kClosed)
+  kSetupFailed,  // connection setup failed: Qp::connect_error() says why
+  kTerminate,    // a Terminate was sent or received (Qp::terminate_*())
+  kReset,        // TCP RST from the peer
+  kTimeout,      // TCP retransmission or keepalive limit
+  kAborted,      // Abort() (TCP RST sent; over an LLP, a session end
+                 // without draining the send queue)
+  kLlpFailed,    // the LLP session or association ended in error
+};
+std::string_view QpEndName(QpEnd e);
+
+// How an LLP session ended (Qp::OnLlpEnded).
+enum class LlpEnd : uint8_t {
+  kOrderly,  // in order (RFC 5043 6.2): our session Terminate answered, or the peer's received
+  kFailed,   // protocol error, refused, or the association went down
+};
 
 enum class ConnectError : uint8_t {
   kNone,
@@ -377,7 +407,9 @@ class QpObserver {
   virtual void OnTerminate(Qp& qp, const rdmap::TerminateCode& code, bool sent) {
     (void)qp, (void)code, (void)sent;
   }
-  // The TCP connection is gone; outstanding work was flushed.
+  // The connection is gone; outstanding work was flushed. The QP is in a
+  // terminal state: kClosed after a graceful close, kError otherwise
+  // (Qp::end() says why).
   virtual void OnDisconnected(Qp& qp) { (void)qp; }
 };
 
@@ -443,12 +475,15 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   // One whole DDP segment, in DDP stream order.
   void OnLlpSegment(ByteSpan ddp_segment);
   // The session ended (peer Terminate, our Terminate answered, association
-  // gone): outstanding work is flushed, OnDisconnected follows.
-  void OnLlpEnded();
+  // gone): outstanding work is flushed, OnDisconnected follows. An orderly
+  // end after a graceful close (or the peer's, from Full Operation) with no
+  // Terminate leaves the QP kClosed; anything else kError.
+  void OnLlpEnded(LlpEnd how);
   bool on_llp() const { return llp_ != nullptr; }
 
   // Fast path. Work requests are accepted from kAwaitReply on (they are held
-  // until Full Operation) and refused once the QP is closing or failed.
+  // until Full Operation) and refused once the QP is closing, closed or
+  // failed.
   PostStatus PostSend(const SendWr& wr);
   PostStatus PostRecv(const RecvWr& wr);
   // Moves up to out.size() completions out; returns how many.
@@ -459,12 +494,14 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   void Poll(uint64_t now_us);
 
   // Graceful close: queued work is sent, then TCP FIN; receives still
-  // posted are flushed when the connection is gone.
+  // posted are flushed when the connection is gone. The QP ends kClosed
+  // when both FINs were exchanged without a Terminate (kError otherwise).
   void Close(uint64_t now_us);
-  // Abortive close: TCP RST, outstanding work flushed.
+  // Abortive close: TCP RST, outstanding work flushed; the QP ends kError.
   void Abort(uint64_t now_us);
 
   QpState state() const { return state_; }
+  QpEnd end() const { return end_; }
   const Negotiated& negotiated() const { return neg_; }
   const QpStats& stats() const { return stats_; }
   // Whether a zero-copy FPDU of this QP that the peer has not acknowledged
@@ -508,6 +545,7 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   Negotiated neg_;
   QpStats stats_;
   ConnectError connect_error_ = ConnectError::kNone;
+  QpEnd end_ = QpEnd::kNone;
   std::optional<rdmap::TerminateCode> term_sent_;
   std::optional<rdmap::TerminateCode> term_received_;
   uint8_t peer_pd_[mpa::kMaxPrivateDataLength] = {};

@@ -116,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     qp.Poll(now++);
   }
   for (int i = 0; i < 8; ++i) qp.Poll(now++);
-  if (llp.ended) qp.OnLlpEnded();
+  if (llp.ended) qp.OnLlpEnded(engine::LlpEnd::kOrderly);  // our session Terminate answered
   engine::Completion c[16];
   while (qp.PollCompletions(std::span<engine::Completion>(c)) > 0) {
   }
@@ -124,6 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(mem.GuardsIntact());
   Check(qp.stats().terminates_sent <= 1);
   if (qp.stats().terminates_sent == 1) Check(qp.state() != engine::QpState::kRts);
+  // A QP that sent a Terminate never ends as a graceful close.
+  if (qp.stats().terminates_sent == 1) Check(qp.state() != engine::QpState::kClosed);
   Check(qp.stats().bytes_placed <= delivered);
   return 0;
 }

@@ -120,6 +120,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(p.b.mem.GuardsIntact());
   Check(p.b.qp->stats().terminates_sent <= 1);
   if (p.b.qp->stats().terminates_sent == 1) Check(p.b.qp->state() != engine::QpState::kRts);
+  // A QP that sent a Terminate never ends as a graceful close.
+  if (p.b.qp->stats().terminates_sent == 1) Check(p.b.qp->state() != engine::QpState::kClosed);
   Check(p.b.qp->stats().bytes_placed <= stream.size());
   return 0;
 }

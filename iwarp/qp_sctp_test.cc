@@ -470,6 +470,8 @@ TEST_F(QpSctpTest, InvalidStagIsTerminatedWhileAnotherStreamKeepsWorking) {
   ASSERT_TRUE(RunUntil([&] { return bad_c->obs.disconnected; }));
   EXPECT_EQ(bad_c->qp->state(), QpState::kError);
   EXPECT_EQ(bad_s->qp->state(), QpState::kError);
+  EXPECT_EQ(bad_c->qp->end(), QpEnd::kTerminate);
+  EXPECT_EQ(bad_s->qp->end(), QpEnd::kTerminate);
   EXPECT_TRUE(client_->StreamIdle(1));
   // RFC 5043 11.3: the other stream and the association are untouched.
   EXPECT_EQ(client_->state(), sctp::DdpAssociation::State::kUp);
@@ -511,6 +513,14 @@ TEST_F(QpSctpTest, GracefulCloseFlushesTheReceiveQueue) {
   EXPECT_EQ(s->cqes[0].status, WcStatus::kFlushed);
   EXPECT_TRUE(client_->StreamIdle(6));
   EXPECT_TRUE(server_->StreamIdle(6));
+  // RFC 5043 6.2 session Terminates both ways, no RDMAP Terminate: closed on
+  // both sides, not an error.
+  for (End* e : {c, s}) {
+    EXPECT_EQ(e->qp->state(), QpState::kClosed) << QpStateName(e->qp->state());
+    EXPECT_EQ(e->qp->end(), QpEnd::kClosed) << QpEndName(e->qp->end());
+    EXPECT_EQ(e->qp->PostSend(SendWr{3, WrOpcode::kSend, LocalSge{}}), PostStatus::kNotConnected);
+  }
+  EXPECT_FALSE(c->qp->ConnectLlp({}, link_.now_ms() * 1000).ok());
 }
 
 TEST_F(QpSctpTest, AbortFlushesBothEnds) {
@@ -530,10 +540,33 @@ TEST_F(QpSctpTest, AbortFlushesBothEnds) {
   ASSERT_EQ(s->cqes.size(), 1u);
   EXPECT_EQ(s->cqes[0].status, WcStatus::kFlushed);
   EXPECT_EQ(c->qp->state(), QpState::kError);
-  EXPECT_EQ(s->qp->state(), QpState::kError);
+  EXPECT_EQ(c->qp->end(), QpEnd::kAborted);
+  // RFC 5043 has one session Terminate for both kinds of close: the peer of
+  // an abort sees an orderly session end (its receive still flushed).
+  EXPECT_EQ(s->qp->state(), QpState::kClosed);
   EXPECT_EQ(c->qp->PostSend(SendWr{3, WrOpcode::kSend, LocalSge{}}), PostStatus::kNotConnected);
+  EXPECT_EQ(s->qp->PostSend(SendWr{4, WrOpcode::kSend, LocalSge{}}), PostStatus::kNotConnected);
   // The association outlives the stream.
   EXPECT_EQ(client_->state(), sctp::DdpAssociation::State::kUp);
+}
+
+// RFC 5043 11.3: the association going down ends every session on it in
+// error (not a graceful close); posted receives are flushed.
+TEST_F(QpSctpTest, AssociationDownIsAnError) {
+  OpenAssociation();
+  const auto pair = OpenPair(5);
+  End* c = pair.first;
+  ASSERT_NE(c, nullptr);
+  const uint32_t cb = c->mem.Register(16, ddp::kAccessLocalWrite);
+  ASSERT_EQ(c->qp->PostRecv(RecvWr{12, LocalSge{cb, 0x10000, 16}}), PostStatus::kOk);
+  cs_.OnAssociationDown();  // what the association's owner reports
+  c->Drain();
+  EXPECT_TRUE(c->obs.disconnected);
+  EXPECT_EQ(c->qp->state(), QpState::kError);
+  EXPECT_EQ(c->qp->end(), QpEnd::kLlpFailed) << QpEndName(c->qp->end());
+  ASSERT_EQ(c->cqes.size(), 1u);
+  EXPECT_EQ(c->cqes[0].wr_id, 12u);
+  EXPECT_EQ(c->cqes[0].status, WcStatus::kFlushed);
 }
 
 TEST_F(QpSctpTest, UnansweredInitiateTimesOut) {

@@ -113,9 +113,16 @@ class QpMalicious : public ::testing::Test {
     }
     EXPECT_EQ(p.b.qp->stats().terminates_sent, 1u);
     EXPECT_TRUE(p.b.mem.GuardsIntact());
-    // RFC 5040: after a Terminate the stream closes.
+    // RFC 5040: after a Terminate the stream closes, in order (both FINs),
+    // but the QPs end in error, not closed.
     EXPECT_TRUE(p.RunUntil([&] { return p.a.obs.disconnected && p.b.obs.disconnected; },
                            5'000'000));
+    EXPECT_EQ(p.b.qp->state(), QpState::kError) << QpStateName(p.b.qp->state());
+    EXPECT_EQ(p.b.qp->end(), QpEnd::kTerminate) << QpEndName(p.b.qp->end());
+    EXPECT_EQ(p.a.qp->state(), QpState::kError) << QpStateName(p.a.qp->state());
+    if (check_peer) {
+      EXPECT_EQ(p.a.qp->end(), QpEnd::kTerminate) << QpEndName(p.a.qp->end());
+    }
   }
 
   std::unique_ptr<Pair> p_;

@@ -593,17 +593,67 @@ TEST(QpTeardown, GracefulCloseCompletesThenFlushesReceives) {
   ASSERT_EQ(p.b.qp->PostRecv(RecvWr{55, LocalSge{r, 0x10000, 64}}), PostStatus::kOk);
   const uint32_t s = p.a.mem.Register(64, 0);
   const uint32_t w = p.b.mem.Register(64, ddp::kAccessRemoteWrite);
+  const uint32_t ra = p.a.mem.Register(64, ddp::kAccessLocalWrite);
+  ASSERT_EQ(p.a.qp->PostRecv(RecvWr{66, LocalSge{ra, 0x10000, 64}}), PostStatus::kOk);
   ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kRdmaWrite, LocalSge{s, 0x10000, 64}, w, 0x10000}),
             PostStatus::kOk);
   p.a.qp->Close(p.link.now);
+  EXPECT_EQ(p.a.qp->state(), QpState::kClosing);
   EXPECT_EQ(p.a.qp->PostSend(SendWr{2, WrOpcode::kSend, LocalSge{s, 0x10000, 1}}),
             PostStatus::kNotConnected);
   ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.disconnected && p.b.obs.disconnected; }, 5'000'000));
-  ASSERT_EQ(p.a.cqes.size(), 1u);
+  // The Write queued before the close completed; the receives still posted
+  // on either side are flushed (RFC 5040 6.2, verbs).
+  ASSERT_EQ(p.a.cqes.size(), 2u);
+  EXPECT_EQ(p.a.cqes[0].wr_id, 1u);
   EXPECT_EQ(p.a.cqes[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(p.a.cqes[1].wr_id, 66u);
+  EXPECT_EQ(p.a.cqes[1].status, WcStatus::kFlushed);
   ASSERT_EQ(p.b.cqes.size(), 1u);
   EXPECT_EQ(p.b.cqes[0].wr_id, 55u);
   EXPECT_EQ(p.b.cqes[0].status, WcStatus::kFlushed);
+  // Both FINs exchanged, no Terminate: a clean close on both sides, not an
+  // error.
+  for (Side* side : {&p.a, &p.b}) {
+    EXPECT_EQ(side->qp->state(), QpState::kClosed) << QpStateName(side->qp->state());
+    EXPECT_EQ(side->qp->end(), QpEnd::kClosed) << QpEndName(side->qp->end());
+    EXPECT_FALSE(side->qp->terminate_sent().has_value());
+    EXPECT_FALSE(side->qp->terminate_received().has_value());
+    EXPECT_EQ(side->qp->PostSend(SendWr{3, WrOpcode::kSend, LocalSge{}}),
+              PostStatus::kNotConnected);
+    EXPECT_EQ(side->qp->PostRecv(RecvWr{4, LocalSge{}}), PostStatus::kNotConnected);
+  }
+  EXPECT_EQ(QpStateName(p.b.qp->state()), "CLOSED");
+  // Closed is terminal: no second connection on the same QP, and closing or
+  // aborting again changes nothing.
+  EXPECT_FALSE(p.Connect().ok());
+  p.a.qp->Close(p.link.now);
+  p.b.qp->Abort(p.link.now);
+  EXPECT_EQ(p.a.qp->state(), QpState::kClosed);
+  EXPECT_EQ(p.b.qp->state(), QpState::kClosed);
+  EXPECT_EQ(p.b.qp->end(), QpEnd::kClosed);
+}
+
+TEST(QpTeardown, PeerGracefulCloseWhileWorkIsQueued) {
+  Pair p(Opts(), Opts());
+  ASSERT_TRUE(p.Establish());
+  // b's Writes are still being sent when a closes: b sends them all, then
+  // its own FIN; both end closed with every Write completed.
+  constexpr uint32_t kSize = 256 * 1024;
+  const uint32_t s = p.b.mem.Register(kSize, 0);
+  const uint32_t w = p.a.mem.Register(kSize, ddp::kAccessRemoteWrite);
+  for (uint64_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(p.b.qp->PostSend(SendWr{i, WrOpcode::kRdmaWrite, LocalSge{s, 0x10000, kSize}, w,
+                                      0x10000}),
+              PostStatus::kOk);
+  }
+  p.a.qp->Close(p.link.now);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.disconnected && p.b.obs.disconnected; }, 10'000'000));
+  ASSERT_EQ(p.b.cqes.size(), 4u);
+  for (const Completion& c : p.b.cqes) EXPECT_EQ(c.status, WcStatus::kSuccess) << c.wr_id;
+  EXPECT_EQ(p.a.qp->stats().bytes_placed, 4u * kSize);
+  EXPECT_EQ(p.a.qp->state(), QpState::kClosed);
+  EXPECT_EQ(p.b.qp->state(), QpState::kClosed);
 }
 
 TEST(QpTeardown, AbortFlushesOutstandingWork) {
@@ -623,14 +673,58 @@ TEST(QpTeardown, AbortFlushesOutstandingWork) {
   ASSERT_EQ(p.a.cqes.size(), 4u);
   for (const Completion& c : p.a.cqes) EXPECT_EQ(c.status, WcStatus::kFlushed);
   EXPECT_TRUE(p.a.obs.disconnected);
+  EXPECT_EQ(p.a.qp->state(), QpState::kError);
+  EXPECT_EQ(p.a.qp->end(), QpEnd::kAborted);
   // The peer sees the RST: its posted receive is flushed too.
   ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.disconnected; }, 1'000'000));
   EXPECT_EQ(p.b.qp->state(), QpState::kError);
+  EXPECT_EQ(p.b.qp->end(), QpEnd::kReset);
   ASSERT_EQ(p.b.cqes.size(), 1u);
   EXPECT_EQ(p.b.cqes[0].wr_id, 77u);
   EXPECT_EQ(p.b.cqes[0].status, WcStatus::kFlushed);
   EXPECT_EQ(p.b.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{r, 0x10000, 1}}),
             PostStatus::kNotConnected);
+}
+
+TEST(QpTeardown, AbortAfterCloseIsAnError) {
+  Pair p(Opts(), Opts());
+  ASSERT_TRUE(p.Establish());
+  const uint32_t s = p.a.mem.Register(1 << 20, 0);
+  const uint32_t w = p.b.mem.Register(1 << 20, ddp::kAccessRemoteWrite);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{9, WrOpcode::kRdmaWrite, LocalSge{s, 0x10000, 1 << 20}, w,
+                                    0x10000}),
+            PostStatus::kOk);
+  p.a.qp->Close(p.link.now);  // the Write is still being sent
+  p.a.qp->Abort(p.link.now);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.disconnected && p.b.obs.disconnected; }, 1'000'000));
+  ASSERT_EQ(p.a.cqes.size(), 1u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kFlushed);
+  EXPECT_EQ(p.a.qp->state(), QpState::kError);
+  EXPECT_EQ(p.a.qp->end(), QpEnd::kAborted);
+  EXPECT_EQ(p.b.qp->state(), QpState::kError);
+  EXPECT_EQ(p.b.qp->end(), QpEnd::kReset);
+}
+
+TEST(QpTeardown, RetransmissionTimeoutIsAnError) {
+  tcp::TcpOptions t;
+  t.rto_min_us = 10'000;
+  t.rto_initial_us = 20'000;
+  t.rto_max_us = 40'000;
+  t.max_retransmissions = 2;
+  Pair p(Opts(), Opts(), {}, t);
+  ASSERT_TRUE(p.Establish());
+  const uint32_t r = p.b.mem.Register(64, ddp::kAccessLocalWrite);
+  ASSERT_EQ(p.b.qp->PostRecv(RecvWr{5, LocalSge{r, 0x10000, 64}}), PostStatus::kOk);
+  // From now on nothing a sends arrives (its checksum is broken).
+  p.a.port->mutate = [](std::vector<uint8_t>& b, size_t) { b[16] ^= 0xFF; };
+  const uint32_t s = p.a.mem.Register(64, 0);
+  ASSERT_EQ(p.a.qp->PostSend(SendWr{1, WrOpcode::kSend, LocalSge{s, 0x10000, 64}}),
+            PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.disconnected; }, 5'000'000));
+  EXPECT_EQ(p.a.qp->state(), QpState::kError);
+  EXPECT_EQ(p.a.qp->end(), QpEnd::kTimeout);
+  ASSERT_EQ(p.a.cqes.size(), 1u);
+  EXPECT_EQ(p.a.cqes[0].status, WcStatus::kFlushed);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ void SctpStreams::OnAssociationDown() {
   // Every stream with a session already saw OnStreamEnded(kAssociationDown);
   // idle QPs learn it here.
   for (auto& s : streams_) {
-    if (s->qp() != nullptr) s->qp()->OnLlpEnded();
+    if (s->qp() != nullptr) s->qp()->OnLlpEnded(LlpEnd::kFailed);
   }
 }
 
@@ -111,8 +111,13 @@ void SctpStreams::OnRejected(uint16_t stream, ByteSpan private_data) {
 }
 
 void SctpStreams::OnStreamEnded(uint16_t stream, sctp::StreamEnd why) {
-  (void)why;
-  if (Qp* qp = QpOn(stream)) qp->OnLlpEnded();
+  // RFC 5043 6.2: a session Terminate, ours answered or the peer's, ends the
+  // session in order (the QP decides whether that was a graceful close: no
+  // RDMAP Terminate, its send queue drained); everything else is a failure.
+  const LlpEnd how = why == sctp::StreamEnd::kClosed || why == sctp::StreamEnd::kPeerTerminate
+                         ? LlpEnd::kOrderly
+                         : LlpEnd::kFailed;
+  if (Qp* qp = QpOn(stream)) qp->OnLlpEnded(how);
 }
 
 void SctpStreams::OnSegment(uint16_t stream, ByteSpan ddp_segment) {

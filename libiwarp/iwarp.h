@@ -171,7 +171,7 @@ enum iwarp_event_type {
   IWARP_EVENT_CONNECT_REQUEST = 1,
   IWARP_EVENT_ESTABLISHED = 2,
   IWARP_EVENT_REJECTED = 3,
-  IWARP_EVENT_DISCONNECTED = 4,
+  IWARP_EVENT_DISCONNECTED = 4, /* reason 0: graceful close; errno: the connection was lost */
   IWARP_EVENT_CONNECT_ERROR = 5,
   IWARP_EVENT_QP_ERROR = 6,
   IWARP_EVENT_DEVICE_FATAL = 7, /* the daemon went away: every object is dead */

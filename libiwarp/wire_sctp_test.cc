@@ -291,8 +291,9 @@ TEST_F(WireSctpTest, DisconnectEndsBothSidesAndFlushes) {
   ASSERT_NO_FATAL_FAILURE(Establish(c, s, IWARP_TRANSPORT_SCTP, 5004, lid));
   s.PostRecv(77, s.mr.addr, 64, s.mr.stag);
   ASSERT_EQ(iwarp_disconnect(c.qp), 0);
-  c.Event(IWARP_EVENT_DISCONNECTED);
-  s.Event(IWARP_EVENT_DISCONNECTED);
+  // RFC 5043 6.2 session Terminates both ways: a graceful close, reason 0.
+  EXPECT_EQ(c.Event(IWARP_EVENT_DISCONNECTED).reason, 0);
+  EXPECT_EQ(s.Event(IWARP_EVENT_DISCONNECTED).reason, 0);
   iwarp_wc wc = s.Wc();
   EXPECT_EQ(wc.wr_id, 77u);
   EXPECT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);

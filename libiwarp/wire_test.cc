@@ -216,6 +216,7 @@ TEST_P(Wire, PeerThatDisappearsFlushesOutstandingWork) {
   server_.reset();  // iwarp_close: the session and its QP go away
   iwarp_event ev = c.Event(IWARP_EVENT_DISCONNECTED);
   EXPECT_EQ(ev.qp_id, iwarp_qp_id(c.qp));
+  EXPECT_EQ(ev.reason, ECONNRESET);  // not a graceful close
   c.Post(20, IWARP_WR_SEND, c.mr.addr, 16, c.mr.stag);
   int flushed_recv = 0, flushed_send = 0;
   for (int i = 0; i < 5; ++i) {
@@ -235,8 +236,9 @@ TEST_P(Wire, DisconnectFlushesPostedReceives) {
   App& c = *client_;
   c.PostRecv(1, c.mr.addr, 4096, c.mr.stag);
   ASSERT_EQ(iwarp_disconnect(c.qp), 0);
-  c.Event(IWARP_EVENT_DISCONNECTED);
-  server_->Event(IWARP_EVENT_DISCONNECTED);
+  // A graceful close (both FINs, no Terminate): reason 0 on both sides.
+  EXPECT_EQ(c.Event(IWARP_EVENT_DISCONNECTED).reason, 0);
+  EXPECT_EQ(server_->Event(IWARP_EVENT_DISCONNECTED).reason, 0);
   iwarp_wc wc = c.Wc();
   EXPECT_EQ(wc.status, IWARP_WC_WR_FLUSH_ERR);
   EXPECT_EQ(wc.wr_id, 1u);

@@ -362,9 +362,11 @@ def case_crc_markers(args):
               "client asked for Markers: the responder inserts them (client rx_markers %d, "
               "tx_markers %d)" % (q["rx_markers"], q["tx_markers"]))
         q = qp_of(qps, "m_responder")
-        check(q["remote"] == "%s:%d" % (A_IP, PORT_MARKERS) and q["state"] == "ERROR",
-              "iwarpctl qps keeps the finished QP: %s -> %s %s" %
-              (q["local"], q["remote"], q["state"]))
+        # The run ended with a graceful close (both FINs, no Terminate): CLOSED, not ERROR.
+        check(q["remote"] == "%s:%d" % (A_IP, PORT_MARKERS) and q["state"] == "CLOSED" and
+              q.get("end") == "closed",
+              "iwarpctl qps keeps the finished QP, closed gracefully: %s -> %s %s (%s)" %
+              (q["local"], q["remote"], q["state"], q.get("end")))
         check(q["tx_markers"] == 1 and q["rx_markers"] == 0,
               "responder asked for Markers: the client inserts them (client tx_markers %d, "
               "rx_markers %d)" % (q["tx_markers"], q["rx_markers"]))
@@ -427,6 +429,10 @@ def case_corrupt(args):
         check(s["terminates_received"] >= 1 and
               s["last_terminate_received"] == "layer 2 etype 0 code 2",
               "client received the Terminate %r" % s["last_terminate_received"])
+        q = qp_of(qps, "c")
+        check(q["state"] in ("TERMINATING", "ERROR") and q.get("end") == "terminate",
+              "iwarpctl qps: the client's QP ended by the Terminate, not closed: %s (%s)" %
+              (q["state"], q.get("end")))
         deadline = time.time() + 5
         while True:
             a = pair.a.services_by_name()["r_crc"]

@@ -258,8 +258,13 @@ absl::StatusOr<std::string> FormatQps(const JsonValue& qps) {
     if (m.key.compare(0, 3, "qp_") != 0 || m.value.type != JsonValue::Type::kObject) continue;
     const JsonValue& q = m.value;
     ++shown;
+    // Why an ended QP (CLOSED or ERROR) ended; older daemons send no "end".
+    std::string state = q.Text("state");
+    if (q.Find("end") != nullptr && q.Text("end") != "-") {
+      absl::StrAppend(&state, " (", q.Text("end"), ")");
+    }
     absl::StrAppend(&out, q.Text("service"), " ", q.Text("local"), " -> ", q.Text("remote"), " ",
-                    q.Text("state"), "  mpa rev ", q.Text("mpa_revision"), " crc ", q.Text("crc"),
+                    state, "  mpa rev ", q.Text("mpa_revision"), " crc ", q.Text("crc"),
                     " markers tx ", q.Text("tx_markers"), " rx ", q.Text("rx_markers"), " ird ",
                     q.Text("ird"), " ord ", q.Text("ord"), " rtr ", q.Text("rtr"), "\n");
     absl::StrAppend(&out, "  fpdus in ", q.Text("fpdus_in"), " out ", q.Text("fpdus_out"),

@@ -1,5 +1,6 @@
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/iwarpctl_format.h"
 #include "tools/iwarpctl_json.h"
@@ -140,6 +141,35 @@ TEST(IwarpctlFormat, QpsWithTerminate) {
   auto bad = ParseJson(R"({"names": []})");
   ASSERT_TRUE(bad.ok());
   EXPECT_FALSE(FormatQps(*bad).ok());
+}
+
+// Ended QPs: a graceful close shows CLOSED, a failure ERROR, each with why
+// it ended ("end"); a live QP ("end": "-") shows its state alone.
+TEST(IwarpctlFormat, QpsShowHowTheyEnded) {
+  auto qp = [](int i, const char* state, const char* end) {
+    return absl::StrCat(R"( "qp_)", i, R"(": {"lcore": 1, "service": "r", "state": ")", state,
+                        R"(", "end": ")", end, R"(", "local": "198.18.0.1:9999",)",
+                        R"( "remote": "198.18.0.2:3276)", i, R"(", "mpa_revision": 2, "crc": 1,)",
+                        R"( "tx_markers": 0, "rx_markers": 0, "ird": 8, "ord": 8, "rtr": "none",)",
+                        R"( "fpdus_in": 1, "fpdus_out": 1, "bytes_placed": 0, "bytes_sent": 0,)",
+                        R"( "read_responses_sent": 0, "crc_errors": 0, "marker_errors": 0,)",
+                        R"( "terminate_sent": "-", "terminate_received": "-"})");
+  };
+  auto doc = ParseJson(absl::StrCat(R"({"total": 3,)", qp(0, "CLOSED", "closed"), ",",
+                                    qp(1, "ERROR", "reset"), ",", qp(2, "RTS", "-"),
+                                    R"(, "shown": 3})"));
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  auto text = FormatQps(*doc);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find("r 198.18.0.1:9999 -> 198.18.0.2:32760 CLOSED (closed)  mpa rev 2"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("r 198.18.0.1:9999 -> 198.18.0.2:32761 ERROR (reset)  mpa rev 2"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("r 198.18.0.1:9999 -> 198.18.0.2:32762 RTS  mpa rev 2"), std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("3 of 3 QPs\n"), std::string::npos) << *text;
 }
 
 TEST(IwarpctlFormat, App) {

@@ -462,7 +462,10 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
       r.tuple = s.tuple;
       r.bytes = qp.stats().bytes_placed;
       r.has_sha256 = false;
-      r.complete = qp.state() == QpState::kError && !qp.terminate_sent().has_value() &&
+      // An end with no Terminate and no setup failure counts as complete:
+      // kClosed, or kError from a reset or timeout after the transfer (the
+      // QP's state and end() tell a graceful close apart).
+      r.complete = engine::QpEnded(qp.state()) && !qp.terminate_sent().has_value() &&
                    !qp.terminate_received().has_value() &&
                    qp.connect_error() == ConnectError::kNone;
       r.reason = r.complete ? tcp::CloseReason::kNormal : tcp::CloseReason::kAborted;
@@ -694,7 +697,7 @@ class Client final : public IwarpService, private engine::QpObserver {
       }
       if (running_) Advance(now_us);
       // A rejected or failed session may end without a disconnect event.
-      if ((disconnected_ || qp_->state() == QpState::kError) && !result_.finished) End(false);
+      if ((disconnected_ || engine::QpEnded(qp_->state())) && !result_.finished) End(false);
     }
     // Done with the stream once its session is over both ways (our
     // Terminate answered: RFC 5043 6.2). A session still not over
@@ -704,7 +707,7 @@ class Client final : public IwarpService, private engine::QpObserver {
     if (result_.finished && !released_) {
       if (finished_ms_ == 0) finished_ms_ = std::max<uint64_t>(1, now_ms);
       const sctp::SctpAssociation* a = shared_->assoc();
-      const bool qp_done = qp_ == nullptr || qp_->state() == QpState::kError ||
+      const bool qp_done = qp_ == nullptr || engine::QpEnded(qp_->state()) ||
                            qp_->state() == QpState::kIdle;
       const bool stream_idle = a == nullptr || shared_->down() ||
                                a->ddp().StreamIdle(static_cast<uint16_t>(stream_));
@@ -1107,6 +1110,7 @@ void IwarpService::FillInfo(const engine::Qp& qp, const tcp::FourTuple& tuple,
   out->negotiated = qp.negotiated();
   out->stats = qp.stats();
   out->tuple = tuple;
+  out->end = qp.end();
   out->has_term_sent = qp.terminate_sent().has_value();
   out->has_term_received = qp.terminate_received().has_value();
   out->term_sent = qp.terminate_sent().value_or(rdmap::TerminateCode{});

@@ -168,6 +168,7 @@ struct IwarpRunResult {
 struct IwarpQpInfo {
   int16_t service = -1;  // index into config services (set by the worker)
   engine::QpState state = engine::QpState::kIdle;
+  engine::QpEnd end = engine::QpEnd::kNone;  // why it ended (CLOSED or ERROR)
   tcp::FourTuple tuple;
   engine::Negotiated negotiated;
   engine::QpStats stats;
