@@ -700,7 +700,7 @@ TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
       " allowed_uids: [7], max_sessions: 3, max_qps_per_session: 4, max_cqs_per_session: 5,"
       " max_mrs_per_session: 6, max_registered_mb_per_session: 7, max_queue_depth: 32,"
       " event_queue_depth: 8, stag_table_size: 100, mpa_crc: false, mpa_markers: true,"
-      " wire_ack_timeout_ms: 250}\n");
+      " zero_copy_tx: true, wire_ack_timeout_ms: 250}\n");
   ASSERT_TRUE(e.ok()) << e.status();
   const AppInterfaceConfig& a = e->app_interface;
   EXPECT_FALSE(a.enabled);
@@ -717,10 +717,12 @@ TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
   EXPECT_EQ(a.stag_table_size, 100u);
   EXPECT_FALSE(a.mpa_crc);
   EXPECT_TRUE(a.mpa_markers);
+  EXPECT_TRUE(a.zero_copy_tx);
   EXPECT_EQ(a.wire_ack_timeout_ms, 250u);
   // Defaults: CRC offered, no Markers, 2 s acknowledgement wait.
   EXPECT_TRUE(r->app_interface.mpa_crc);
   EXPECT_FALSE(r->app_interface.mpa_markers);
+  EXPECT_FALSE(r->app_interface.zero_copy_tx);  // copies unless asked
   EXPECT_EQ(r->app_interface.wire_ack_timeout_ms, 2000u);
   // Round trip through the formatter.
   absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*e));
