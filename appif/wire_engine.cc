@@ -110,6 +110,7 @@ struct WireEngine::Counters {
   WIRE_COUNTER(tcp_port_holds)
   WIRE_COUNTER(listens_reserved)
   WIRE_COUNTER(dereg_aborts)
+  WIRE_COUNTER(zero_copy_fpdus)
 #undef WIRE_COUNTER
 };
 
@@ -422,6 +423,7 @@ WireEngineStats WireEngine::stats() const {
   s.tcp_port_holds = r(c.tcp_port_holds);
   s.listens_reserved = r(c.listens_reserved);
   s.dereg_aborts = r(c.dereg_aborts);
+  s.zero_copy_fpdus = r(c.zero_copy_fpdus);
   if (sctp_ != nullptr) SctpStats(&s);
   return s;
 }
@@ -515,6 +517,7 @@ void WireEngine::Deactivate(WireQpContext* qp) {
 
 void WireEngine::Release(WireQpContext* qp) {
   engine::Qp& e = *qp->engine;
+  Bump(counters_->zero_copy_fpdus, e.stats().fpdus_zero_copy);
   const engine::QpState st = e.state();
   if (st != engine::QpState::kIdle && !engine::QpEnded(st)) e.Abort(now_us_);
   if (qp->pending_slot != UINT32_MAX) {

@@ -249,6 +249,9 @@ struct WireEngineStats {
   // QPs aborted because their application deregistered a memory region that
   // unacknowledged zero-copy FPDUs still read from (QpOptions::zero_copy_tx).
   uint64_t dereg_aborts = 0;
+  // FPDUs of destroyed TCP QPs whose payload TCP read from registered
+  // memory (zero_copy_tx), summed when each QP is destroyed.
+  uint64_t zero_copy_fpdus = 0;
 };
 
 // STag lookups for the engines of one worker: a copy of the control

@@ -516,6 +516,7 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"wire_tcp_port_holds", w.tcp_port_holds},
       {"wire_listens_reserved", w.listens_reserved},
       {"wire_dereg_aborts", w.dereg_aborts},
+      {"wire_zero_copy_fpdus", w.zero_copy_fpdus},
       // RDMA over SCTP application QPs (RFC 5043 associations).
       {"wire_sctp_associations", w.sctp_associations},
       {"wire_sctp_associations_active", w.sctp_associations_active},

@@ -31,7 +31,10 @@
 //  - The iwpmd port mapper (UDP 3935) is not the engine's business: it only
 //    ever sees TCP; the data plane decides whether to answer mapper queries.
 //  - Transmit copies each FPDU once (CRC computed during the copy) into the
-//    TCP send buffer with SendRecord; SendZeroCopy is not used yet.
+//    TCP send buffer (ReserveRecord/SendRecord), or, with
+//    QpOptions::zero_copy_tx and no Markers, leaves a payload from registered
+//    memory in place: only its header and PAD + CRC enter the send buffer
+//    (TcpStack::SendRecordZeroCopy) and TCP reads the payload until acked.
 //  - Work requests with several SGEs produce the same DDP segments as one
 //    SGE of the summed length (segments keep the full MULPDU). A segment
 //    whose payload straddles SGEs is gathered into a per-QP staging buffer

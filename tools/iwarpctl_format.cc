@@ -115,6 +115,9 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
       absl::StrAppend(&out, "  QPs aborted by dereg of memory in flight ",
                       app.Text("wire_dereg_aborts"));
     }
+    if (app.Find("wire_zero_copy_fpdus") != nullptr) {
+      absl::StrAppend(&out, "  zero-copy FPDUs ", app.Text("wire_zero_copy_fpdus"));
+    }
     absl::StrAppend(&out, "\n");
     if (app.Find("wire_tcp_port_holds") != nullptr) {
       // Receive steering of application ports to worker 0 (appif/app_ports.h).
