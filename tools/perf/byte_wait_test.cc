@@ -41,9 +41,21 @@ TEST(ByteWait, GivesUpAfterTheTimeout) {
 // only spins and sched_yield()s sees each answer a scheduler slice late
 // (milliseconds: iwarp-perf write_lat measured a ~10 ms median that way); a
 // waiter that naps lets the responder run at once.
-// Median round trip (ns) of `rounds` ping-pongs between this thread and a
-// responder that busy-polls on the same core; *lost counts timeouts.
-uint64_t PingPongMedianNs(int cpu, int rounds, int* lost) {
+// The wait WaitForByte replaced: spin, yielding the core on every turn.
+bool YieldingWait(const uint8_t* p, uint8_t want, uint64_t timeout_ns) {
+  const uint64_t t0 = MonotonicNs();
+  while (LoadByte(p) != want) {
+    if (MonotonicNs() - t0 >= timeout_ns) return false;
+    sched_yield();
+  }
+  return true;
+}
+
+// Median round trip (ns) of `rounds` ping-pongs between this thread, waiting
+// with `wait`, and a responder that busy-polls on the same core; *lost
+// counts timeouts.
+uint64_t PingPongMedianNs(const char* what, bool (*wait)(const uint8_t*, uint8_t, uint64_t),
+                          int cpu, int rounds, int* lost) {
   alignas(64) uint8_t ping = 0;
   alignas(64) uint8_t pong = 0;
   std::atomic<bool> stop{false};
@@ -63,15 +75,15 @@ uint64_t PingPongMedianNs(int cpu, int rounds, int* lost) {
     const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
     const uint64_t t0 = MonotonicNs();
     StoreByte(&ping, tag);
-    if (!WaitForByte(&pong, tag, 1000000000ull)) ++*lost;
+    if (!wait(&pong, tag, 1000000000ull)) ++*lost;
     rtt_ns.push_back(MonotonicNs() - t0);
   }
   stop = true;
   responder.join();
   std::sort(rtt_ns.begin(), rtt_ns.end());
   const uint64_t median = rtt_ns[rtt_ns.size() / 2];
-  printf("ping-pong with a busy poller on cpu %d: median %.1f us, min %.1f us, max %.1f us\n",
-         cpu, median / 1e3, rtt_ns.front() / 1e3, rtt_ns.back() / 1e3);
+  printf("%s: ping-pong with a busy poller on cpu %d: median %.1f us, min %.1f us, max %.1f us\n",
+         what, cpu, median / 1e3, rtt_ns.front() / 1e3, rtt_ns.back() / 1e3);
   return median;
 }
 
@@ -86,19 +98,35 @@ TEST(ByteWait, PingPongWithABusyPollerOnTheSameCore) {
   ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread; the responder inherits it
   LowerTimerSlack();
 
-  // Generous for a loaded machine (measured here: about 55 us on a quiet
-  // host, 300 us - 4 ms while the shared host was busy), well below where a
-  // spin that only yields lands (measured: 1.6 ms median; one scheduler
-  // tick is 4 ms at HZ=250). The best of up to five runs of 300 round trips
-  // counts: a busy host slows some runs, the yielding spin slows all.
+  // 500 us is generous for a loaded machine (measured on a CFS kernel:
+  // about 55 us) and well below where a spin that only yields lands there
+  // (1.6 ms median; one scheduler tick is 4 ms at HZ=250). The best of up to
+  // three runs of 300 round trips counts: a busy host slows some runs.
   int lost = 0;
-  uint64_t best = UINT64_MAX;
-  for (int attempt = 0; attempt < 5 && best >= 500000ull; ++attempt) {
-    best = std::min(best, PingPongMedianNs(cpu, 300, &lost));
+  uint64_t nap = UINT64_MAX;
+  for (int attempt = 0; attempt < 3 && nap >= 500000ull; ++attempt) {
+    nap = std::min(nap, PingPongMedianNs("WaitForByte", WaitForByte, cpu, 300, &lost));
+  }
+  if (nap >= 500000ull) {
+    // Some schedulers (seen on a 6.18 kernel, EEVDF) run a task woken from
+    // a nap only when the busy poller's slice ends, which takes a napping
+    // and a yielding waiter alike a slice per round trip. The yielding spin,
+    // measured now, tells whether this kernel can show the difference.
+    const uint64_t yield = PingPongMedianNs("yield spin", YieldingWait, cpu, 100, &lost);
+    ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+    EXPECT_EQ(lost, 0);
+    if (yield >= 500000ull && nap * 2 > yield) {
+      GTEST_SKIP() << "this kernel's scheduler runs a woken waiter no sooner than a yielding one "
+                      "beside a busy poller (median nap wait "
+                   << nap / 1000 << " us, yield spin " << yield / 1000
+                   << " us, same run): the property cannot be observed here";
+    }
+    // Napping clearly beats yielding, or yielding is fast and napping is not.
+    EXPECT_LT(nap * 2, yield) << "nap " << nap << " ns against yield " << yield << " ns";
+    return;
   }
   ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
   EXPECT_EQ(lost, 0);
-  EXPECT_LT(best, 500000ull);
 }
 
 }  // namespace
