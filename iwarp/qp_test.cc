@@ -432,12 +432,18 @@ INSTANTIATE_TEST_SUITE_P(
              (i.param.markers ? "_markers" : "") + (i.param.zero_copy ? "_zerocopy" : "");
     });
 
-TEST(QpData, ImpairedLinkDeliversIdenticalData) {
+// 2% loss, 2% duplication, 5% reordering.
+tcp::testing::Link::Impairment Lossy(uint32_t seed) {
   tcp::testing::Link::Impairment imp;
   imp.drop = 0.02;
   imp.duplicate = 0.02;
   imp.reorder = 0.05;
-  imp.seed = 7;
+  imp.seed = seed;
+  return imp;
+}
+
+TEST(QpData, ImpairedLinkDeliversIdenticalData) {
+  const tcp::testing::Link::Impairment imp = Lossy(7);
   QpOptions o = Opts();
   o.mpa.want_markers = true;
   Pair p(o, o, imp);
@@ -452,11 +458,7 @@ TEST(QpData, ImpairedLinkDeliversIdenticalData) {
 // retransmission reads the payload from the registered memory again and the
 // sinks still hold the source's bytes.
 TEST(QpData, ZeroCopyOverAnImpairedLinkDeliversIdenticalData) {
-  tcp::testing::Link::Impairment imp;
-  imp.drop = 0.02;
-  imp.duplicate = 0.02;
-  imp.reorder = 0.05;
-  imp.seed = 11;
+  const tcp::testing::Link::Impairment imp = Lossy(11);
   QpOptions o = Opts();
   o.zero_copy_tx = true;
   tcp::TcpOptions topt;

@@ -618,8 +618,6 @@ struct TcpStack::Impl {
     }
     for (uint32_t i = lo; i < c.dcount && need > 0 && n < kMaxPieces; ++i) {
       const SendDesc& d = c.descs[(c.dhead + i) % c.dcap];
-      const Seq32 dend = d.seq + d.len;
-      if (!(dend > seq)) continue;
       const uint32_t off = static_cast<uint32_t>(seq - d.seq);
       const uint32_t take = std::min(need, d.len - off);
       pieces[n++] = ByteSpan(d.data + off, take);
@@ -1892,6 +1890,15 @@ struct TcpStack::Impl {
     }
   }
 
+  // Queues `data` by reference (the caller checked zc_count and dcap).
+  void AppendZeroCopy(Conn& c, ByteSpan data, uint64_t cookie) {
+    SendDesc& d = c.descs[(c.dhead + c.dcount) % c.dcap];
+    d = SendDesc{c.snd_end, static_cast<uint32_t>(data.size()), data.data(), cookie, true};
+    ++c.dcount;
+    ++c.zc_count;
+    c.snd_end = c.snd_end + static_cast<uint32_t>(data.size());
+  }
+
   bool AddRecord(Conn& c) {
     if (c.rcount == c.rcap_recs) return false;
     c.recs[(c.rhead + c.rcount) % c.rcap_recs] = c.snd_end;
@@ -2210,11 +2217,7 @@ SendStatus TcpStack::SendZeroCopy(ConnId id, ByteSpan data, uint64_t cookie, uin
     c->want_send_space = true;
     return last_send_status_ = SendStatus::kTooManyRecords;
   }
-  SendDesc& d = c->descs[(c->dhead + c->dcount) % c->dcap];
-  d = SendDesc{c->snd_end, static_cast<uint32_t>(data.size()), data.data(), cookie, true};
-  ++c->dcount;
-  ++c->zc_count;
-  c->snd_end = c->snd_end + static_cast<uint32_t>(data.size());
+  m.AppendZeroCopy(*c, data, cookie);
   m.TrySend(*c);
   return last_send_status_ = SendStatus::kOk;
 }
@@ -2226,20 +2229,11 @@ SendStatus TcpStack::SendRecordZeroCopy(ConnId id, ByteSpan head, ByteSpan data,
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
   if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
-  if (data.empty()) {
-    // Nothing to reference: an ordinary record of head and tail.
-    uint8_t joined[256];
-    if (head.size() + tail.size() > sizeof(joined)) {
-      return last_send_status_ = SendStatus::kTooManyRecords;
-    }
-    if (!head.empty()) std::memcpy(joined, head.data(), head.size());
-    if (!tail.empty()) std::memcpy(joined + head.size(), tail.data(), tail.size());
-    return SendRecord(id, ByteSpan(joined, head.size() + tail.size()), now_us);
-  }
   // Descriptors: head and tail may each wrap the ring (two each), plus the
-  // referenced bytes; SendSpaceOf keeps two more free.
-  if (c->zc_count >= options_.max_zero_copy_sends || c->dcount + 7 > c->dcap ||
-      data.size() > (1u << 30)) {
+  // referenced bytes; SendSpaceOf keeps two more free. Without referenced
+  // bytes it is an ordinary record of head and tail.
+  if (!data.empty() && (c->zc_count >= options_.max_zero_copy_sends || c->dcount + 7 > c->dcap ||
+                        data.size() > (1u << 30))) {
     c->want_send_space = true;
     return last_send_status_ = SendStatus::kTooManyRecords;
   }
@@ -2252,11 +2246,7 @@ SendStatus TcpStack::SendRecordZeroCopy(ConnId id, ByteSpan head, ByteSpan data,
     return last_send_status_ = SendStatus::kTooManyRecords;
   }
   m.AppendCopy(*c, head);
-  SendDesc& d = c->descs[(c->dhead + c->dcount) % c->dcap];
-  d = SendDesc{c->snd_end, static_cast<uint32_t>(data.size()), data.data(), cookie, true};
-  ++c->dcount;
-  ++c->zc_count;
-  c->snd_end = c->snd_end + static_cast<uint32_t>(data.size());
+  if (!data.empty()) m.AppendZeroCopy(*c, data, cookie);
   m.AppendCopy(*c, tail);
   m.TrySend(*c);
   return last_send_status_ = SendStatus::kOk;
