@@ -1,8 +1,11 @@
 #include "dataplane/eal_args.h"
 
 #include <algorithm>
+
+#include <algorithm>
 #include <fstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -120,7 +123,23 @@ absl::StatusOr<EalPlan> BuildEalPlan(const config::Config& cfg, const HugepageIn
   }
   const std::string mem = absl::StrCat(cfg.eal.memory_mb);
   if (plan.use_hugepages) {
-    a.insert(a.end(), {"-m", mem, "--huge-unlink"});
+    a.insert(a.end(), {"-m", mem});
+    // EAL refuses --huge-unlink beside --single-file-segments (which a
+    // net_memif zero-copy client needs), and an operator's own
+    // --huge-unlink=MODE wins: then the hugepage files stay until the next
+    // start with the same file prefix removes them.
+    const auto& x = cfg.eal.extra_args;
+    const bool own_unlink = std::any_of(x.begin(), x.end(), [](const std::string& s) {
+      return s == "--single-file-segments" || absl::StartsWith(s, "--huge-unlink");
+    });
+    if (own_unlink) {
+      absl::StrAppend(&plan.hugepage_decision,
+                      "; no --huge-unlink (eal.extra_args has --single-file-segments or "
+                      "--huge-unlink=MODE): hugepage files stay until the next start with "
+                      "this file prefix");
+    } else {
+      a.push_back("--huge-unlink");
+    }
   } else {
     // --no-shconf, not --in-memory: the latter fails together with --no-huge.
     a.insert(a.end(), {"--no-huge", "-m", mem, "--no-shconf"});

@@ -35,7 +35,9 @@ struct EalPlan {
 // Builds the EAL arguments:
 //   -l MAIN,WORKERS --main-lcore MAIN --file-prefix P
 //   --no-pci | -a PCI... ; --vdev SPEC... ; --log-level N
-//   hugepages: -m MB --huge-unlink   (no hugepage files outlive the process)
+//   hugepages: -m MB --huge-unlink   (no hugepage files outlive the process;
+//              left out when eal.extra_args has --single-file-segments, which
+//              EAL refuses beside it, or its own --huge-unlink=MODE)
 //   none:      --no-huge -m MB --no-shconf
 //   [--no-telemetry] then eal.extra_args verbatim.
 // hugepages auto uses hugepages when hugetlbfs is mounted and its free pages

@@ -65,6 +65,32 @@ TEST(EalArgs, AutoUsesHugepagesWhenEnoughAreFree) {
             "--vdev net_tap0,iface=iw0 --log-level=6 -m 256 --huge-unlink");
 }
 
+TEST(EalArgs, SingleFileSegmentsOrOwnHugeUnlinkDropTheGeneratedHugeUnlink) {
+  // EAL fails at start-up on --single-file-segments with --huge-unlink (the
+  // former is what a net_memif zero-copy client needs).
+  config::Config c = TapConfig();
+  c.eal.extra_args = {"--single-file-segments"};
+  auto plan = BuildEalPlan(c, Huge(128));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Joined(*plan),
+            "iwarpd -l 0,1 --main-lcore 0 --file-prefix iwarpd --no-pci "
+            "--vdev net_tap0,iface=iw0 --log-level=6 -m 256 --single-file-segments");
+  EXPECT_NE(plan->hugepage_decision.find("no --huge-unlink"), std::string::npos)
+      << plan->hugepage_decision;
+  c.eal.extra_args = {"--huge-unlink=never"};
+  plan = BuildEalPlan(c, Huge(128));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(Joined(*plan),
+            "iwarpd -l 0,1 --main-lcore 0 --file-prefix iwarpd --no-pci "
+            "--vdev net_tap0,iface=iw0 --log-level=6 -m 256 --huge-unlink=never");
+  // Without hugepages there is nothing to unlink either way.
+  c.eal.hugepages = config::HugepageMode::kOff;
+  c.eal.extra_args = {"--single-file-segments"};
+  plan = BuildEalPlan(c, Huge(128));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->hugepage_decision.find("no --huge-unlink"), std::string::npos);
+}
+
 TEST(EalArgs, AutoFallsBackWhenTooFewAreFree) {
   auto plan = BuildEalPlan(TapConfig(), Huge(127));
   ASSERT_TRUE(plan.ok());
