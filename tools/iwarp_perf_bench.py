@@ -35,12 +35,6 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             Kernel: one TCP connection, the same bytes in
                             writes of the same size, until the receiver has
                             read them all; the veth MTU is the same.
-                            kernel+CRC: the same, with a CRC32c (ISA-L)
-                            computed over each message before it is written
-                            and over everything received: the per-byte work
-                            software iWARP (siw with MPA CRC) adds on kernel
-                            TCP. The MPA framing itself is left out, which
-                            favours this baseline.
   send_bw 64 B              iwarp-perf send_bw (messages per second).
                             Kernel: the same count of 64-byte writes on one
                             connection (TCP_NODELAY) until all are read.
@@ -132,49 +126,6 @@ CLIENT_MSGS = ib.CLIENT_BULK.replace(
     "s = socket.create_connection((host, port), timeout=60)\n",
     "s = socket.create_connection((host, port), timeout=60)\n"
     "s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n")
-
-
-# The CRC32c work software iWARP adds on kernel TCP (siw with MPA CRC: the
-# sender computes each FPDU's CRC32c, the receiver verifies it), done here
-# with ISA-L's crc32_iscsi (the routine iwarpd itself uses) over every byte
-# sent and received; the MPA framing itself (headers, per-FPDU calls) is left
-# out, which favours this baseline.
-ISAL_CRC = r'''
-import ctypes
-_isal = ctypes.CDLL("libisal.so.2")
-_isal.crc32_iscsi.restype = ctypes.c_uint32
-_isal.crc32_iscsi.argtypes = (ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32)
-def crc32c(ptr, n):
-    return _isal.crc32_iscsi(ptr, n, 0xFFFFFFFF)
-'''
-
-# argv: port -> sink that computes CRC32c over everything it receives, one
-# connection at a time; answers one byte at the end of each.
-SERVER_CRC = ISAL_CRC + r'''
-import socket, sys
-port = int(sys.argv[1])
-buf = bytearray(1 << 20)
-cbuf = (ctypes.c_char * len(buf)).from_buffer(buf)
-l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-l.bind(("0.0.0.0", port)); l.listen(4)
-print("ready", flush=True)
-while True:
-    c, _ = l.accept()
-    crc = 0
-    while True:
-        n = c.recv_into(buf)
-        if not n: break
-        crc ^= crc32c(ctypes.addressof(cbuf), n)
-    c.sendall(b"x"); c.close()
-'''
-
-# argv: host port size count -> as ib.CLIENT_BULK, with a CRC32c computed
-# over each message before it is written.
-CLIENT_BULK_CRC = ISAL_CRC + ib.CLIENT_BULK.replace(
-    "    s.sendall(buf)\n",
-    "    crc32c(ptr, size)\n    s.sendall(buf)\n").replace(
-    "buf = bytes(size)\n",
-    "buf = bytes(size)\nptr = ctypes.cast(ctypes.c_char_p(buf), ctypes.c_void_p)\n")
 
 
 class BenchDaemon(aw.AppDaemon):
@@ -318,7 +269,6 @@ def iwarpd_vhost_runs(args, mtu, tso=False):
 
 def kernel_runs(args, mtu, with_small):
     server = None
-    crc_server = None
     try:
         ib.sh("ip", "netns", "add", NS_A)
         ib.sh("ip", "netns", "add", NS_B)
@@ -333,17 +283,11 @@ def kernel_runs(args, mtu, with_small):
                                    str(KPORT)], stdout=subprocess.PIPE, text=True)
         if "ready" not in server.stdout.readline():
             raise RuntimeError("kernel server did not start")
-        crc_server = subprocess.Popen(["ip", "netns", "exec", NS_B, "python3", "-c", SERVER_CRC,
-                                       str(KPORT + 2)], stdout=subprocess.PIPE, text=True)
-        if "ready" not in crc_server.stdout.readline():
-            raise RuntimeError("kernel CRC32c server did not start (libisal.so.2?)")
         mib = 1024.0 * 1024.0
         out = {}
         for key, size, count in (("w4k", 4096, args.count_4k), ("w64k", 65536, args.count_64k)):
             secs = ib.ns_py(NS_A, ib.CLIENT_BULK, VETH_B_IP, KPORT, size, count)["secs"]
             out[key] = size * count / secs / mib
-            secs = ib.ns_py(NS_A, CLIENT_BULK_CRC, VETH_B_IP, KPORT + 2, size, count)["secs"]
-            out[key + "_crc"] = size * count / secs / mib
         if with_small:
             secs = ib.ns_py(NS_A, CLIENT_MSGS, VETH_B_IP, KPORT, 64, args.count_send)["secs"]
             out["s64"] = args.count_send / secs
@@ -352,10 +296,9 @@ def kernel_runs(args, mtu, with_small):
             out["slat_min"] = out["wlat_min"] = rtt["min_us"]
         return out
     finally:
-        for p in (server, crc_server):
-            if p is not None:
-                p.kill()
-                p.wait()
+        if server is not None:
+            server.kill()
+            server.wait()
         ib.sh("ip", "netns", "del", NS_A, check=False)
         ib.sh("ip", "netns", "del", NS_B, check=False)
 
@@ -403,9 +346,9 @@ def link_rows(args, notes, link, mtu, kern, runs):
         mine = (None, None)
     old = (prev["w4k"], prev["w64k"]) if prev is not None else (None, None)
     return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True,
-             old[0], kern["w4k_crc"]),
+             old[0]),
             ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True,
-             old[1], kern["w64k_crc"])]
+             old[1])]
 
 
 def run_all(args, links):
@@ -421,20 +364,20 @@ def run_all(args, links):
                                        lambda a: iwarpd_runs(a, small))
             old = prev if prev is not None else {}
             rows += [("write_bw 4 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w4k"], kern["w4k"],
-                      True, old.get("w4k"), kern["w4k_crc"]),
+                      True, old.get("w4k")),
                      ("write_bw 64 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w64k"],
-                      kern["w64k"], True, old.get("w64k"), kern["w64k_crc"])]
+                      kern["w64k"], True, old.get("w64k"))]
             if small:
                 rows += [("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
-                          True, old.get("s64"), None),
+                          True, old.get("s64")),
                          ("send_lat 64 B RTT median, memif (us)", ours["slat"], kern["slat"],
-                          False, old.get("slat"), None),
+                          False, old.get("slat")),
                          ("send_lat 64 B RTT min, memif (us)", ours["slat_min"],
-                          kern["slat_min"], False, old.get("slat_min"), None),
+                          kern["slat_min"], False, old.get("slat_min")),
                          ("write_lat 64 B RTT median, memif (us)", ours["wlat"], kern["wlat"],
-                          False, old.get("wlat"), None),
+                          False, old.get("wlat")),
                          ("write_lat 64 B RTT min, memif (us)", ours["wlat_min"],
-                          kern["wlat_min"], False, old.get("wlat_min"), None)]
+                          kern["wlat_min"], False, old.get("wlat_min"))]
         elif "memif" in links:
             notes.append("MTU %d: no memif rows (DPDK 22.11 net_memif carries at most 1518-byte "
                          "frames; iwarpd refuses the port at start-up)" % mtu)
@@ -460,9 +403,9 @@ def median(values):
 
 def median_row(rows):
     """One row per run of the same label -> the row of medians."""
-    label, _, _, higher_better, _, _ = rows[0]
+    label, _, _, higher_better, _ = rows[0]
     return (label, median(r[1] for r in rows), median(r[2] for r in rows), higher_better,
-            median(r[4] for r in rows), median(r[5] for r in rows))
+            median(r[4] for r in rows))
 
 
 def per_run(values):
@@ -526,34 +469,32 @@ def main():
     rows = [median_row([r[i] for r in runs]) for i in range(len(runs[0]))]
     if args.repeat > 1:
         for i, row in enumerate(rows):
-            notes.append("%s: iwarpd %s; baseline %s; kernel %s; kernel+CRC %s" % (
+            notes.append("%s: iwarpd %s; baseline %s; kernel %s" % (
                 row[0], per_run([r[i][1] for r in runs]), per_run([r[i][4] for r in runs]),
-                per_run([r[i][2] for r in runs]), per_run([r[i][5] for r in runs])))
+                per_run([r[i][2] for r in runs])))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
-          "kernel TCP over veth at the same MTU (Python sockets; kernel+CRC: the same with "
-          "CRC32c over every byte on both ends, as software iWARP adds); load average %s%s" %
+          "kernel TCP over veth at the same MTU (Python sockets); load average %s%s" %
           (DEPTH, " / ".join(loads),
            "; medians of %d runs" % args.repeat if args.repeat > 1 else ""))
     with_prev = bool(args.baseline_iwarpd)
     if with_prev:
         print("baseline iwarpd: %s (run just before each iwarpd row)" % args.baseline_iwarpd)
-    print("%-44s %14s %16s %8s %12s %8s%s" % (
-        "", "iwarpd iWARP", "kernel TCP veth", "ratio", "kernel+CRC", "ratio",
-        " %16s %9s" % ("baseline iwarpd", "new/base") if with_prev else ""))
-
-    def fmt(v):
-        return "n/a" if v is None else "%.1f" % v
-
-    def over(a, b):
-        return "n/a" if a is None or not b else "%.2f" % (a / b)
-
-    for label, mine, base, higher_better, prev, base_crc in rows:
+    print("%-44s %14s %16s %8s%s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio",
+                                     " %16s %9s" % ("baseline iwarpd", "new/base")
+                                     if with_prev else ""))
+    for label, mine, base, higher_better, prev in rows:
         extra = ""
         if with_prev:
-            extra = " %16s %9s" % (fmt(prev), over(mine, prev))
-        print("%-44s %14s %16s %8s %12s %8s%s%s" % (
-            label, fmt(mine), fmt(base), over(mine, base), fmt(base_crc), over(mine, base_crc),
-            extra, "" if higher_better else "  (lower is better)"))
+            if prev is None or mine is None:
+                extra = " %16s %9s" % ("n/a", "n/a")
+            else:
+                extra = " %16.1f %9.2f" % (prev, mine / prev if prev else float("nan"))
+        if mine is None:
+            print("%-44s %14s %16.1f %8s%s" % (label, "n/a", base, "n/a", extra))
+            continue
+        ratio = mine / base if base else float("nan")
+        print("%-44s %14.1f %16.1f %8.2f%s%s" % (label, mine, base, ratio, extra,
+                                                 "" if higher_better else "  (lower is better)"))
     for n in notes:
         print("note: " + n)
     return 0
