@@ -3,10 +3,17 @@
 // A flow (connection) belongs to exactly one worker. Where the NIC supports
 // RSS, it computes a Toeplitz hash over the 4-tuple and its redirection table
 // picks the RX queue, hence the worker. Where it does not, the worker that
-// received the frame computes the same Toeplitz hash in software with the
-// same key (ToeplitzHash) and hands the frame to the owner (OwnerOfHash).
-// Both paths use kRssKey and the same redirection rule, so a flow has one
-// owner whichever way its frames arrive. No DPDK.
+// received the frame computes a Toeplitz hash in software (ToeplitzHash with
+// kRssKey) and hands the frame to the owner (OwnerOfHash).
+//
+// kRssKey and reta[i] = i % queues are what the port set-up asks of an RSS
+// device, not what every device does: one that reports no 40-byte key keeps
+// its own, and a table size or queue count the rule does not describe sends
+// flows elsewhere. Where a worker must predict the device (choosing the
+// source port of an active open so the answers come back to it), it reads
+// the device's key and table back (Worker::ReadRss) and hashes with those
+// (FlowHash's rss_key); OwnerOfHash is the rule only for software steering
+// and for devices that match it. No DPDK.
 #ifndef IWARPD_DATAPLANE_L3_FLOW_HASH_H_
 #define IWARPD_DATAPLANE_L3_FLOW_HASH_H_
 
@@ -20,9 +27,9 @@ namespace iwarp::dataplane {
 
 inline constexpr size_t kRssKeyLen = 40;
 
-// The RSS key programmed into every port and used by software steering. The
-// repeated 0x6d5a pattern makes the hash symmetric (both directions of a flow
-// hash alike).
+// The RSS key programmed into every port that takes a 40-byte key, and used
+// by software steering. The repeated 0x6d5a pattern makes the hash symmetric
+// (both directions of a flow hash alike).
 extern const std::array<uint8_t, kRssKeyLen> kRssKey;
 
 // Redirection table size used for ownership (entries i -> queue i % n).
