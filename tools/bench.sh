@@ -58,7 +58,8 @@ if [ "${1:-}" = sctp ]; then
 fi
 if [ "${1:-}" = iwarp-perf ]; then
   shift
-  ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/perf/iwarp-perf
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/perf/iwarp-perf \
+    tools/perf/iwarp-tcp-baseline
   exec python3 tools/iwarp_perf_bench.py --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl --perf build-release/tools/perf/iwarp-perf "$@"
 fi

@@ -45,8 +45,9 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             process held the core; the median includes the
                             scheduler's share on a loaded machine.
 
-The kernel side is driven by Python sockets (one system call per message),
-iwarpd's daemons busy-poll one core each (idle_sleep_us 0, or
+The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
+C++, one system call per message, blocking sockets; next to --perf unless
+--tcp-baseline names it), iwarpd's daemons busy-poll one core each (idle_sleep_us 0, or
 --idle-sleep-us N: a worker that found no work 16 times in a row sleeps N us,
 handing its core to what shares it); on a shared
 machine the figures move with the load, so compare ratios, not absolute
@@ -58,6 +59,7 @@ numbers (the load average is printed with the table).
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost,vhost-tso[,pcap]]
                       [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
+                      [--tcp-baseline PATH]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
@@ -96,37 +98,6 @@ VETH_B_IP = "198.19.2.2"
 KPORT = 7029
 DEPTH = 16
 MEMIF_MAX_MTU = 1500  # DPDK 22.11 net_memif: max_rx_pktlen 1518
-
-# argv: host port count -> 64-byte ping-pong, per-round-trip times.
-CLIENT_PINGPONG = r'''
-import json, socket, sys, time
-host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-s = socket.create_connection((host, port), timeout=60)
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-msg = bytes(64)
-rtt = []
-for _ in range(count):
-    t0 = time.perf_counter()
-    s.sendall(msg)
-    got = 0
-    while got < 64:
-        d = s.recv(64 - got)
-        if not d: raise SystemExit("closed")
-        got += len(d)
-    rtt.append(time.perf_counter() - t0)
-rtt.sort()
-print(json.dumps({"median_us": rtt[len(rtt) // 2] * 1e6, "min_us": rtt[0] * 1e6,
-                  "avg_us": sum(rtt) / len(rtt) * 1e6}))
-'''
-
-# argv: host port size count -> count writes of size bytes, TCP_NODELAY, until
-# the receiver has read them all (as ib.CLIENT_BULK, without Nagle: a message
-# leaves when it is written, as an iWARP Send does).
-CLIENT_MSGS = ib.CLIENT_BULK.replace(
-    "s = socket.create_connection((host, port), timeout=60)\n",
-    "s = socket.create_connection((host, port), timeout=60)\n"
-    "s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n")
-
 
 class BenchDaemon(aw.AppDaemon):
     """An application-interface daemon on memif (MTU 1500)."""
@@ -267,6 +238,15 @@ def iwarpd_vhost_runs(args, mtu, tso=False):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def ns_baseline(args, *argv):
+    """Runs iwarp-tcp-baseline with argv in namespace A; its JSON line."""
+    r = subprocess.run(["ip", "netns", "exec", NS_A, args.tcp_baseline] + [str(a) for a in argv],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise RuntimeError("iwarp-tcp-baseline %s failed: %s %s" % (argv[0], r.stdout, r.stderr))
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def kernel_runs(args, mtu, with_small):
     server = None
     try:
@@ -279,19 +259,20 @@ def kernel_runs(args, mtu, with_small):
             ib.sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", dev)
             ib.sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
             ib.sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        server = subprocess.Popen(["ip", "netns", "exec", NS_B, "python3", "-c", ib.SERVER,
+        server = subprocess.Popen(["ip", "netns", "exec", NS_B, args.tcp_baseline, "serve",
                                    str(KPORT)], stdout=subprocess.PIPE, text=True)
         if "ready" not in server.stdout.readline():
             raise RuntimeError("kernel server did not start")
         mib = 1024.0 * 1024.0
         out = {}
         for key, size, count in (("w4k", 4096, args.count_4k), ("w64k", 65536, args.count_64k)):
-            secs = ib.ns_py(NS_A, ib.CLIENT_BULK, VETH_B_IP, KPORT, size, count)["secs"]
+            secs = ns_baseline(args, "bulk", VETH_B_IP, KPORT, size, count)["secs"]
             out[key] = size * count / secs / mib
         if with_small:
-            secs = ib.ns_py(NS_A, CLIENT_MSGS, VETH_B_IP, KPORT, 64, args.count_send)["secs"]
+            secs = ns_baseline(args, "bulk", VETH_B_IP, KPORT, 64, args.count_send,
+                               "nodelay")["secs"]
             out["s64"] = args.count_send / secs
-            rtt = ib.ns_py(NS_A, CLIENT_PINGPONG, VETH_B_IP, KPORT + 1, args.count_lat)
+            rtt = ns_baseline(args, "pingpong", VETH_B_IP, KPORT + 1, args.count_lat)
             out["slat"] = out["wlat"] = rtt["median_us"]
             out["slat_min"] = out["wlat_min"] = rtt["min_us"]
         return out
@@ -417,6 +398,8 @@ def main():
     ap.add_argument("--iwarpd", required=True)
     ap.add_argument("--iwarpctl", required=True)
     ap.add_argument("--perf", required=True)
+    ap.add_argument("--tcp-baseline", default=None,
+                    help="iwarp-tcp-baseline (default: next to --perf)")
     ap.add_argument("--count-4k", type=int, default=50000)
     ap.add_argument("--count-64k", type=int, default=8000)
     ap.add_argument("--count-send", type=int, default=100000)
@@ -440,6 +423,13 @@ def main():
                     help="also run every iwarpd row with this daemon binary, just before "
                          "--iwarpd, and print both")
     args = ap.parse_args()
+    if args.tcp_baseline is None:
+        args.tcp_baseline = os.path.join(os.path.dirname(os.path.abspath(args.perf)),
+                                         "iwarp-tcp-baseline")
+    if not os.access(args.tcp_baseline, os.X_OK):
+        print("no iwarp-tcp-baseline at %s (build it: ninja -C BUILD "
+              "tools/perf/iwarp-tcp-baseline, or name it with --tcp-baseline)" % args.tcp_baseline)
+        return 2
     if args.count_vhost_4k is None:
         args.count_vhost_4k = args.count_4k
     if args.count_vhost_64k is None:
@@ -473,7 +463,7 @@ def main():
                 row[0], per_run([r[i][1] for r in runs]), per_run([r[i][4] for r in runs]),
                 per_run([r[i][2] for r in runs])))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
-          "kernel TCP over veth at the same MTU (Python sockets); load average %s%s" %
+          "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s" %
           (DEPTH, " / ".join(loads),
            "; medians of %d runs" % args.repeat if args.repeat > 1 else ""))
     with_prev = bool(args.baseline_iwarpd)

@@ -1,0 +1,212 @@
+// iwarp-tcp-baseline: the kernel TCP side of tools/iwarp_perf_bench.py, in
+// C++ so the baseline measures the kernel, not an interpreter.
+//
+//   iwarp-tcp-baseline serve PORT
+//       bulk sink on PORT (reads each connection to its end into one buffer,
+//       then answers one byte) and 64-byte echo on PORT+1; runs until killed.
+//       Prints "ready" once both listen.
+//   iwarp-tcp-baseline bulk HOST PORT SIZE COUNT [nodelay]
+//       COUNT writes of SIZE bytes on one connection (TCP_NODELAY with
+//       "nodelay"), then waits for the sink's byte: {"secs": S}.
+//   iwarp-tcp-baseline pingpong HOST PORT COUNT
+//       64-byte ping-pong with the echo, TCP_NODELAY:
+//       {"median_us": M, "min_us": N, "avg_us": A}.
+// Exit: 0 ok, 1 a socket call failed, 2 usage.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void Die(const char* what) {
+  std::fprintf(stderr, "iwarp-tcp-baseline: %s: %s\n", what, std::strerror(errno));
+  std::exit(1);
+}
+
+double NowSec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void NoDelay(int fd) {
+  const int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) Die("TCP_NODELAY");
+}
+
+int Listen(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) Die("socket");
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) Die("bind");
+  if (listen(fd, 4) != 0) Die("listen");
+  return fd;
+}
+
+int Connect(const char* host, uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) Die("socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  if (inet_pton(AF_INET, host, &a.sin_addr) != 1) {
+    std::fprintf(stderr, "iwarp-tcp-baseline: not an IPv4 address: %s\n", host);
+    std::exit(2);
+  }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) Die("connect");
+  return fd;
+}
+
+void WriteAll(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      Die("write");
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// Reads exactly n bytes; false at the connection's end.
+bool ReadExact(int fd, uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t r = read(fd, p, n);
+    if (r == 0) return false;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      Die("read");
+    }
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void Sink(int listener) {
+  std::vector<uint8_t> buf(1 << 20);
+  for (;;) {
+    const int c = accept(listener, nullptr, nullptr);
+    if (c < 0) continue;
+    for (;;) {
+      const ssize_t r = read(c, buf.data(), buf.size());
+      if (r > 0) continue;
+      if (r < 0 && errno == EINTR) continue;
+      break;
+    }
+    const uint8_t x = 'x';
+    WriteAll(c, &x, 1);
+    close(c);
+  }
+}
+
+void Echo(int listener) {
+  uint8_t msg[64];
+  for (;;) {
+    const int c = accept(listener, nullptr, nullptr);
+    if (c < 0) continue;
+    NoDelay(c);
+    while (ReadExact(c, msg, sizeof(msg))) WriteAll(c, msg, sizeof(msg));
+    close(c);
+  }
+}
+
+uint64_t Arg(const char* s, const char* what) {
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (end == s || *end != '\0') {
+    std::fprintf(stderr, "iwarp-tcp-baseline: %s is not a number: %s\n", what, s);
+    std::exit(2);
+  }
+  return v;
+}
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: iwarp-tcp-baseline serve PORT\n"
+               "       iwarp-tcp-baseline bulk HOST PORT SIZE COUNT [nodelay]\n"
+               "       iwarp-tcp-baseline pingpong HOST PORT COUNT\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) return Usage();
+  const std::string mode = argv[1];
+  if (mode == "serve" && argc == 3) {
+    const auto port = static_cast<uint16_t>(Arg(argv[2], "PORT"));
+    const int sink = Listen(port);
+    const int echo = Listen(static_cast<uint16_t>(port + 1));
+    std::printf("ready\n");
+    std::fflush(stdout);
+    std::thread t(Echo, echo);
+    Sink(sink);
+    t.join();
+    return 0;
+  }
+  if (mode == "bulk" && (argc == 6 || (argc == 7 && std::strcmp(argv[6], "nodelay") == 0))) {
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT"));
+    const uint64_t size = Arg(argv[4], "SIZE");
+    const uint64_t count = Arg(argv[5], "COUNT");
+    if (size == 0 || size > (64u << 20)) return Usage();
+    std::vector<uint8_t> buf(size);
+    const int fd = Connect(argv[2], port);
+    if (argc == 7) NoDelay(fd);
+    const double t0 = NowSec();
+    for (uint64_t i = 0; i < count; ++i) WriteAll(fd, buf.data(), buf.size());
+    if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
+    uint8_t x;
+    if (!ReadExact(fd, &x, 1)) {
+      std::fprintf(stderr, "iwarp-tcp-baseline: the sink closed without its answer\n");
+      return 1;
+    }
+    std::printf("{\"secs\": %.9f}\n", NowSec() - t0);
+    close(fd);
+    return 0;
+  }
+  if (mode == "pingpong" && argc == 5) {
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT"));
+    const uint64_t count = Arg(argv[4], "COUNT");
+    if (count == 0) return Usage();
+    const int fd = Connect(argv[2], port);
+    NoDelay(fd);
+    uint8_t msg[64] = {};
+    std::vector<double> rtt;
+    rtt.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      const double t0 = NowSec();
+      WriteAll(fd, msg, sizeof(msg));
+      if (!ReadExact(fd, msg, sizeof(msg))) {
+        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed\n");
+        return 1;
+      }
+      rtt.push_back((NowSec() - t0) * 1e6);
+    }
+    double sum = 0;
+    for (double v : rtt) sum += v;
+    std::sort(rtt.begin(), rtt.end());
+    std::printf("{\"median_us\": %.3f, \"min_us\": %.3f, \"avg_us\": %.3f}\n", rtt[rtt.size() / 2],
+                rtt[0], sum / static_cast<double>(rtt.size()));
+    close(fd);
+    return 0;
+  }
+  return Usage();
+}
