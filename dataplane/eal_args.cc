@@ -1,8 +1,6 @@
 #include "dataplane/eal_args.h"
 
 #include <algorithm>
-
-#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/match.h"

@@ -102,7 +102,8 @@ class MemifDaemon:
     """One iwarpd on a net_memif port, in a namespace of its own."""
 
     def __init__(self, args, name, ip, role, sock, services, iwarp="", impairment="",
-                 tcp_extra="", main_lcore=0, worker_lcore=1, idle_sleep_us=50, memif_zero_copy=False):
+                 tcp_extra="", main_lcore=0, worker_lcore=1, idle_sleep_us=50,
+                 memif_zero_copy=False):
         tag = "%s%d" % (name, os.getpid())
         self.args = args
         self.ns = "iwi_" + tag

@@ -47,8 +47,8 @@ with the same pattern, in one run. Each row names the link iwarpd used:
 
 The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
 C++, one system call per message, blocking sockets; next to --perf unless
---tcp-baseline names it), iwarpd's daemons busy-poll one core each (idle_sleep_us 0, or
---idle-sleep-us N: a worker that found no work 16 times in a row sleeps N us,
+--tcp-baseline names it), iwarpd's daemons busy-poll one core each
+(idle_sleep_us 0, or --idle-sleep-us N: a worker that found no work 16 times in a row sleeps N us,
 handing its core to what shares it); on a shared
 machine the figures move with the load, so compare ratios, not absolute
 numbers (the load average is printed with the table).
@@ -87,7 +87,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, HERE)
 import appif_wire_dataplane as aw  # noqa: E402  (application-interface memif daemons)
-import iwarp_bench as ib  # noqa: E402  (kernel bulk sink / echo server)
+import iwarp_bench as ib  # noqa: E402  (sh)
 import iwarp_dataplane as iwd  # noqa: E402
 import mtu_jumbo as mj  # noqa: E402  (vhost-user and net_pcap/veth ports at a given MTU)
 

@@ -73,26 +73,29 @@ int Connect(const char* host, uint16_t port) {
   return fd;
 }
 
-void WriteAll(int fd, const uint8_t* p, size_t n) {
+// Writes all n bytes; false when the connection failed (no SIGPIPE: a
+// server outlives a client that went away).
+bool WriteAll(int fd, const uint8_t* p, size_t n) {
   while (n > 0) {
-    const ssize_t w = write(fd, p, n);
+    const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
     if (w < 0) {
       if (errno == EINTR) continue;
-      Die("write");
+      return false;
     }
     p += w;
     n -= static_cast<size_t>(w);
   }
+  return true;
 }
 
-// Reads exactly n bytes; false at the connection's end.
+// Reads exactly n bytes; false at the connection's end or on an error.
 bool ReadExact(int fd, uint8_t* p, size_t n) {
   while (n > 0) {
     const ssize_t r = read(fd, p, n);
     if (r == 0) return false;
     if (r < 0) {
       if (errno == EINTR) continue;
-      Die("read");
+      return false;
     }
     p += r;
     n -= static_cast<size_t>(r);
@@ -112,7 +115,7 @@ void Sink(int listener) {
       break;
     }
     const uint8_t x = 'x';
-    WriteAll(c, &x, 1);
+    (void)WriteAll(c, &x, 1);  // a client that left gets no answer
     close(c);
   }
 }
@@ -123,7 +126,8 @@ void Echo(int listener) {
     const int c = accept(listener, nullptr, nullptr);
     if (c < 0) continue;
     NoDelay(c);
-    while (ReadExact(c, msg, sizeof(msg))) WriteAll(c, msg, sizeof(msg));
+    while (ReadExact(c, msg, sizeof(msg)) && WriteAll(c, msg, sizeof(msg))) {
+    }
     close(c);
   }
 }
@@ -171,7 +175,9 @@ int main(int argc, char** argv) {
     const int fd = Connect(argv[2], port);
     if (argc == 7) NoDelay(fd);
     const double t0 = NowSec();
-    for (uint64_t i = 0; i < count; ++i) WriteAll(fd, buf.data(), buf.size());
+    for (uint64_t i = 0; i < count; ++i) {
+      if (!WriteAll(fd, buf.data(), buf.size())) Die("write");
+    }
     if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
     uint8_t x;
     if (!ReadExact(fd, &x, 1)) {
@@ -193,9 +199,9 @@ int main(int argc, char** argv) {
     rtt.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
       const double t0 = NowSec();
-      WriteAll(fd, msg, sizeof(msg));
+      if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
       if (!ReadExact(fd, msg, sizeof(msg))) {
-        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed\n");
+        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
         return 1;
       }
       rtt.push_back((NowSec() - t0) * 1e6);
