@@ -3,15 +3,18 @@
 //
 //   iwarp-tcp-baseline serve PORT
 //       bulk sink on PORT (reads each connection to its end into one buffer,
-//       then answers one byte) and 64-byte echo on PORT+1; runs until killed.
-//       Prints "ready" once both listen.
+//       then answers with the count of bytes it read, 8 bytes big-endian) and
+//       64-byte echo on PORT+1; runs until killed. Prints "ready" once both
+//       listen. PORT 1..65534.
 //   iwarp-tcp-baseline bulk HOST PORT SIZE COUNT [nodelay]
 //       COUNT writes of SIZE bytes on one connection (TCP_NODELAY with
-//       "nodelay"), then waits for the sink's byte: {"secs": S}.
+//       "nodelay"), then waits for the sink's count and checks it is
+//       SIZE * COUNT: {"secs": S, "bytes": B}.
 //   iwarp-tcp-baseline pingpong HOST PORT COUNT
-//       64-byte ping-pong with the echo, TCP_NODELAY:
-//       {"median_us": M, "min_us": N, "avg_us": A}.
-// Exit: 0 ok, 1 a socket call failed, 2 usage.
+//       64-byte ping-pong with the echo, TCP_NODELAY; every answer must be
+//       the message sent (each carries its sequence number):
+//       {"median_us": M, "min_us": N, "avg_us": A, "count": C}.
+// Exit: 0 ok, 1 a socket call failed or the peer answered wrongly, 2 usage.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +23,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cinttypes>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,14 +112,19 @@ void Sink(int listener) {
   for (;;) {
     const int c = accept(listener, nullptr, nullptr);
     if (c < 0) continue;
+    uint64_t total = 0;
     for (;;) {
       const ssize_t r = read(c, buf.data(), buf.size());
-      if (r > 0) continue;
+      if (r > 0) {
+        total += static_cast<uint64_t>(r);
+        continue;
+      }
       if (r < 0 && errno == EINTR) continue;
       break;
     }
-    const uint8_t x = 'x';
-    (void)WriteAll(c, &x, 1);  // a client that left gets no answer
+    uint8_t answer[8];
+    for (int i = 0; i < 8; ++i) answer[i] = static_cast<uint8_t>(total >> (56 - 8 * i));
+    (void)WriteAll(c, answer, sizeof(answer));  // a client that left gets no answer
     close(c);
   }
 }
@@ -132,15 +141,25 @@ void Echo(int listener) {
   }
 }
 
-uint64_t Arg(const char* s, const char* what) {
+// A decimal number in [lo, hi]; exits 2 with the reason otherwise.
+uint64_t Arg(const char* s, const char* what, uint64_t lo, uint64_t hi) {
   char* end = nullptr;
+  errno = 0;
   const unsigned long long v = std::strtoull(s, &end, 10);
-  if (end == s || *end != '\0') {
+  if (end == s || *end != '\0' || *s == '-' || errno == ERANGE) {
     std::fprintf(stderr, "iwarp-tcp-baseline: %s is not a number: %s\n", what, s);
+    std::exit(2);
+  }
+  if (v < lo || v > hi) {
+    std::fprintf(stderr, "iwarp-tcp-baseline: %s %s is out of range %" PRIu64 "..%" PRIu64 "\n",
+                 what, s, lo, hi);
     std::exit(2);
   }
   return v;
 }
+
+constexpr uint64_t kMaxSize = uint64_t{64} << 20;
+constexpr uint64_t kMaxCount = uint64_t{1} << 40;
 
 int Usage() {
   std::fprintf(stderr,
@@ -156,7 +175,7 @@ int main(int argc, char** argv) {
   if (argc < 3) return Usage();
   const std::string mode = argv[1];
   if (mode == "serve" && argc == 3) {
-    const auto port = static_cast<uint16_t>(Arg(argv[2], "PORT"));
+    const auto port = static_cast<uint16_t>(Arg(argv[2], "PORT", 1, 65534));
     const int sink = Listen(port);
     const int echo = Listen(static_cast<uint16_t>(port + 1));
     std::printf("ready\n");
@@ -167,10 +186,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "bulk" && (argc == 6 || (argc == 7 && std::strcmp(argv[6], "nodelay") == 0))) {
-    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT"));
-    const uint64_t size = Arg(argv[4], "SIZE");
-    const uint64_t count = Arg(argv[5], "COUNT");
-    if (size == 0 || size > (64u << 20)) return Usage();
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
+    const uint64_t size = Arg(argv[4], "SIZE", 1, kMaxSize);
+    const uint64_t count = Arg(argv[5], "COUNT", 1, kMaxCount);
     std::vector<uint8_t> buf(size);
     const int fd = Connect(argv[2], port);
     if (argc == 7) NoDelay(fd);
@@ -179,38 +197,51 @@ int main(int argc, char** argv) {
       if (!WriteAll(fd, buf.data(), buf.size())) Die("write");
     }
     if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
-    uint8_t x;
-    if (!ReadExact(fd, &x, 1)) {
+    uint8_t answer[8];
+    if (!ReadExact(fd, answer, sizeof(answer))) {
       std::fprintf(stderr, "iwarp-tcp-baseline: the sink closed without its answer\n");
       return 1;
     }
-    std::printf("{\"secs\": %.9f}\n", NowSec() - t0);
+    const double secs = NowSec() - t0;
+    uint64_t got = 0;
+    for (uint8_t b : answer) got = got << 8 | b;
+    if (got != size * count) {
+      std::fprintf(stderr, "iwarp-tcp-baseline: the sink read %" PRIu64 " bytes, not %" PRIu64 "\n",
+                   got, size * count);
+      return 1;
+    }
+    std::printf("{\"secs\": %.9f, \"bytes\": %" PRIu64 "}\n", secs, got);
     close(fd);
     return 0;
   }
   if (mode == "pingpong" && argc == 5) {
-    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT"));
-    const uint64_t count = Arg(argv[4], "COUNT");
-    if (count == 0) return Usage();
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
+    const uint64_t count = Arg(argv[4], "COUNT", 1, uint64_t{1} << 32);
     const int fd = Connect(argv[2], port);
     NoDelay(fd);
     uint8_t msg[64] = {};
+    uint8_t back[64];
     std::vector<double> rtt;
     rtt.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
+      std::memcpy(msg, &i, sizeof(i));
       const double t0 = NowSec();
       if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
-      if (!ReadExact(fd, msg, sizeof(msg))) {
+      if (!ReadExact(fd, back, sizeof(back))) {
         std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
         return 1;
       }
       rtt.push_back((NowSec() - t0) * 1e6);
+      if (std::memcmp(msg, back, sizeof(msg)) != 0) {
+        std::fprintf(stderr, "iwarp-tcp-baseline: answer %" PRIu64 " is not the message sent\n", i);
+        return 1;
+      }
     }
     double sum = 0;
     for (double v : rtt) sum += v;
     std::sort(rtt.begin(), rtt.end());
-    std::printf("{\"median_us\": %.3f, \"min_us\": %.3f, \"avg_us\": %.3f}\n", rtt[rtt.size() / 2],
-                rtt[0], sum / static_cast<double>(rtt.size()));
+    std::printf("{\"median_us\": %.3f, \"min_us\": %.3f, \"avg_us\": %.3f, \"count\": %zu}\n",
+                rtt[rtt.size() / 2], rtt[0], sum / static_cast<double>(rtt.size()), rtt.size());
     close(fd);
     return 0;
   }
