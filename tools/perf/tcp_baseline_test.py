@@ -62,7 +62,8 @@ def main():
         check(r.returncode == 0, "bulk 4096 x 2500 ends with 0 (%s)" % r.stderr.strip())
         if r.returncode == 0:
             out = json.loads(r.stdout)
-            check(out["bytes"] == 4096 * 2500, "the sink read all 10240000 bytes (%d)" % out["bytes"])
+            check(out["bytes"] == 4096 * 2500,
+                  "the sink read all 10240000 bytes (%d)" % out["bytes"])
             check(out["secs"] > 0, "bulk reports a positive time (%f s)" % out["secs"])
 
         r = run(tool, "bulk", "127.0.0.1", port, 64, 5000, "nodelay")
@@ -75,7 +76,8 @@ def main():
         if r.returncode == 0:
             out = json.loads(r.stdout)
             check(out["count"] == 500, "500 round trips measured (%d)" % out["count"])
-            check(0 < out["min_us"] <= out["median_us"], "0 < min <= median (%s)" % r.stdout.strip())
+            check(0 < out["min_us"] <= out["median_us"],
+                  "0 < min <= median (%s)" % r.stdout.strip())
 
         # A client that goes away mid-stream: the servers stay up for the next.
         for mode, argv in (("bulk", ["bulk", "127.0.0.1", port, 1 << 20, 100000]),
