@@ -2,6 +2,11 @@
 
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 namespace iwarp {
 namespace {
 
@@ -20,18 +25,8 @@ constexpr uint32_t kK[64] = {
 
 constexpr uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-}  // namespace
-
-void Sha256::Reset() {
-  // FIPS 180-4 5.3.3.
-  h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  buffered_ = 0;
-  length_ = 0;
-}
-
 // FIPS 180-4 6.2.2, steps 1 to 4, for one 512-bit block.
-void Sha256::Compress(const uint8_t* block) {
+void CompressOne(uint32_t* state, const uint8_t* block) {
   uint32_t w[64];
   for (int t = 0; t < 16; ++t) w[t] = LoadBe32(block + 4 * t);
   for (int t = 16; t < 64; ++t) {
@@ -39,8 +34,8 @@ void Sha256::Compress(const uint8_t* block) {
     const uint32_t s1 = Rotr(w[t - 2], 17) ^ Rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
     w[t] = w[t - 16] + s0 + w[t - 7] + s1;
   }
-  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3];
-  uint32_t e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+  uint32_t a = state[0], b = state[1], c = state[2], d = state[3];
+  uint32_t e = state[4], f = state[5], g = state[6], h = state[7];
   for (int t = 0; t < 64; ++t) {
     const uint32_t big_s1 = Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25);
     const uint32_t ch = (e & f) ^ (~e & g);
@@ -57,14 +52,115 @@ void Sha256::Compress(const uint8_t* block) {
     b = a;
     a = t1 + t2;
   }
-  h_[0] += a;
-  h_[1] += b;
-  h_[2] += c;
-  h_[3] += d;
-  h_[4] += e;
-  h_[5] += f;
-  h_[6] += g;
-  h_[7] += h;
+  state[0] += a;
+  state[1] += b;
+  state[2] += c;
+  state[3] += d;
+  state[4] += e;
+  state[5] += f;
+  state[6] += g;
+  state[7] += h;
+}
+
+#if defined(__x86_64__)
+bool CpuHasShaNi() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return false;
+  const bool ssse3 = (c & (1u << 9)) != 0;
+  const bool sse41 = (c & (1u << 19)) != 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  const bool sha = (b & (1u << 29)) != 0;
+  return ssse3 && sse41 && sha;
+}
+
+// The SHA extensions keep the working variables as two vectors, ABEF and
+// CDGH (A in the highest lane); sha256rnds2 runs two rounds from the low two
+// lanes of its W+K operand and returns the new ABEF, the old ABEF becoming
+// CDGH. Message words are big-endian in the block (FIPS 180-4 3.1), hence
+// the byte shuffle on load. sha256msg1 adds sigma0 of the next words and
+// sha256msg2 adds sigma1, completing W[t] (FIPS 180-4 6.2.2 step 1) four at
+// a time together with the W[t-7] added in between.
+__attribute__((target("sha,sse4.1,ssse3"))) void CompressBlocksShaNi(uint32_t* h,
+                                                                        const uint8_t* p,
+                                                                        size_t blocks) {
+  const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+  __m128i abcd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h));      // lanes a b c d
+  __m128i efgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4));  // lanes e f g h
+  const __m128i badc = _mm_shuffle_epi32(abcd, 0xB1);
+  const __m128i hgfe = _mm_shuffle_epi32(efgh, 0x1B);
+  __m128i abef = _mm_alignr_epi8(badc, hgfe, 8);    // lanes f e b a
+  __m128i cdgh = _mm_blend_epi16(hgfe, badc, 0xF0);  // lanes h g d c
+  for (; blocks != 0; --blocks, p += Sha256::kBlockBytes) {
+    const __m128i abef_in = abef;
+    const __m128i cdgh_in = cdgh;
+    __m128i m[4];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) {
+      __m128i& w = m[i % 4];  // becomes W[4i .. 4i+3]
+      if (i < 4) {
+        w = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)), bswap);
+      } else {
+        const __m128i w7 = _mm_alignr_epi8(m[(i + 3) % 4], m[(i + 2) % 4], 4);  // W[t-7]
+        w = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(w, m[(i + 1) % 4]), w7),
+                                 m[(i + 3) % 4]);
+      }
+      __m128i wk = _mm_add_epi32(w, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * i)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);  // now ABEF; abef holds CDGH
+      wk = _mm_shuffle_epi32(wk, 0x0E);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, wk);  // ABEF again, cdgh CDGH
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  const __m128i abef_r = _mm_shuffle_epi32(abef, 0x1B);  // lanes a b e f
+  const __m128i cdgh_r = _mm_shuffle_epi32(cdgh, 0xB1);  // lanes g h c d
+  abcd = _mm_blend_epi16(abef_r, cdgh_r, 0xF0);
+  efgh = _mm_alignr_epi8(cdgh_r, abef_r, 8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), abcd);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), efgh);
+}
+
+const bool kShaNi = CpuHasShaNi();
+#else
+constexpr bool kShaNi = false;
+#endif
+
+}  // namespace
+
+namespace sha256_internal {
+
+void CompressPortable(uint32_t* h, const uint8_t* p, size_t blocks) {
+  for (; blocks != 0; --blocks, p += Sha256::kBlockBytes) CompressOne(h, p);
+}
+
+bool CompressShaNi([[maybe_unused]] uint32_t* h, [[maybe_unused]] const uint8_t* p,
+                   [[maybe_unused]] size_t blocks) {
+#if defined(__x86_64__)
+  if (kShaNi) {
+    CompressBlocksShaNi(h, p, blocks);
+    return true;
+  }
+#endif
+  return false;
+}
+
+}  // namespace sha256_internal
+
+bool Sha256::Accelerated() { return kShaNi; }
+
+void Sha256::CompressBlocks(const uint8_t* p, size_t blocks) {
+  if (blocks == 0) return;
+  if (!sha256_internal::CompressShaNi(h_.data(), p, blocks)) {
+    sha256_internal::CompressPortable(h_.data(), p, blocks);
+  }
+}
+
+void Sha256::Reset() {
+  // FIPS 180-4 5.3.3.
+  h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  buffered_ = 0;
+  length_ = 0;
 }
 
 void Sha256::Update(ByteSpan data) {
@@ -78,10 +174,12 @@ void Sha256::Update(ByteSpan data) {
     p += take;
     n -= take;
     if (buffered_ < kBlockBytes) return;
-    Compress(buffer_.data());
+    CompressBlocks(buffer_.data(), 1);
     buffered_ = 0;
   }
-  for (; n >= kBlockBytes; p += kBlockBytes, n -= kBlockBytes) Compress(p);
+  CompressBlocks(p, n / kBlockBytes);
+  p += n / kBlockBytes * kBlockBytes;
+  n %= kBlockBytes;
   if (n != 0) {
     std::memcpy(buffer_.data(), p, n);
     buffered_ = n;
@@ -94,12 +192,12 @@ Sha256::Digest Sha256::Finish() {
   buffer_[buffered_++] = 0x80;
   if (buffered_ > kBlockBytes - 8) {
     std::memset(buffer_.data() + buffered_, 0, kBlockBytes - buffered_);
-    Compress(buffer_.data());
+    CompressBlocks(buffer_.data(), 1);
     buffered_ = 0;
   }
   std::memset(buffer_.data() + buffered_, 0, kBlockBytes - 8 - buffered_);
   StoreBe64(buffer_.data() + kBlockBytes - 8, bit_length);
-  Compress(buffer_.data());
+  CompressBlocks(buffer_.data(), 1);
   buffered_ = 0;
   Digest out;
   for (size_t i = 0; i < 8; ++i) StoreBe32(out.data() + 4 * i, h_[i]);

@@ -46,9 +46,10 @@ if [ "${1:-}" = tcp ]; then
 fi
 if [ "${1:-}" = iwarp ]; then
   shift
-  ninja -C build-release dataplane/iwarpd tools/iwarpctl
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/perf/iwarp-tcp-baseline
   exec python3 tools/iwarp_bench.py --iwarpd build-release/dataplane/iwarpd \
-    --iwarpctl build-release/tools/iwarpctl "$@"
+    --iwarpctl build-release/tools/iwarpctl \
+    --tcp-baseline build-release/tools/perf/iwarp-tcp-baseline "$@"
 fi
 if [ "${1:-}" = sctp ]; then
   shift

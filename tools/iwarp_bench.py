@@ -13,13 +13,14 @@ bytes, in one run.
                             messages per second. Kernel: 64-byte messages
                             echoed by the server, 16 outstanding.
 
-The kernel side is driven by Python sockets (one system call per message),
-iwarpd's by its own services; the daemons busy-poll one core each (A's
+The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
+C++, blocking sockets, one system call per message; the sink's byte count and
+every echo checked), iwarpd's by its own services; the daemons busy-poll one core each (A's
 worker on lcore 1, B's on lcore 0), so the machine must be otherwise idle for
 figures worth comparing. Compare ratios, not absolute numbers.
 
-  iwarp_bench.py --iwarpd PATH --iwarpctl PATH [--count-4k N] [--count-64k N]
-                 [--count-send N]
+  iwarp_bench.py --iwarpd PATH --iwarpctl PATH --tcp-baseline PATH
+                 [--count-4k N] [--count-64k N] [--count-send N]
 
 Needs root and hugepages (memif); prints the reason and exits 77 otherwise.
 """
@@ -43,84 +44,16 @@ VETH_A_IP = "198.19.1.1"
 VETH_B_IP = "198.19.1.2"
 DEPTH = 16
 
-# argv: port -> bulk sink (reads until the client half-closes, answers one
-# byte) on port, 64-byte echo on port + 1.
-SERVER = r'''
-import socket, sys, threading
-port = int(sys.argv[1])
-def bulk():
-    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("0.0.0.0", port)); l.listen(4)
-    while True:
-        c, _ = l.accept()
-        while c.recv(1 << 20):
-            pass
-        c.sendall(b"x"); c.close()
-def echo():
-    l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    l.bind(("0.0.0.0", port + 1)); l.listen(4)
-    while True:
-        c, _ = l.accept()
-        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        buf = b""
-        while True:
-            d = c.recv(65536)
-            if not d: break
-            buf += d
-            n = len(buf) // 64 * 64
-            if n:
-                c.sendall(buf[:n]); buf = buf[n:]
-        c.close()
-threading.Thread(target=bulk, daemon=True).start()
-threading.Thread(target=echo, daemon=True).start()
-print("ready", flush=True)
-threading.Event().wait()
-'''
-
-# argv: host port size count -> writes count messages of size bytes.
-CLIENT_BULK = r'''
-import json, socket, sys, time
-host, port, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-buf = bytes(size)
-s = socket.create_connection((host, port), timeout=60)
-t0 = time.perf_counter()
-for _ in range(count):
-    s.sendall(buf)
-s.shutdown(socket.SHUT_WR)
-s.recv(1)
-print(json.dumps({"secs": time.perf_counter() - t0}))
-'''
-
-# argv: host port count depth -> 64-byte messages echoed, depth outstanding.
-CLIENT_ECHO = r'''
-import json, socket, sys, time
-host, port, count, depth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-s = socket.create_connection((host, port), timeout=60)
-s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-msg = bytes(64)
-t0 = time.perf_counter()
-sent = got = 0
-pending = b""
-while got < count:
-    while sent < count and sent - got < depth:
-        s.sendall(msg); sent += 1
-    d = s.recv(65536)
-    if not d: raise SystemExit("closed")
-    got += (len(pending) + len(d)) // 64
-    pending = (pending + d)[(len(pending) + len(d)) // 64 * 64:]
-print(json.dumps({"secs": time.perf_counter() - t0}))
-'''
-
-
 def sh(*cmd, check=True):
     return subprocess.run(list(cmd), capture_output=True, text=True, check=check)
 
 
-def ns_py(ns, code, *argv, timeout=600):
-    r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", code] + [str(a) for a in argv],
+def ns_baseline(a, ns, *argv, timeout=600):
+    """Runs iwarp-tcp-baseline with argv in namespace ns; its JSON line."""
+    r = subprocess.run(["ip", "netns", "exec", ns, a.tcp_baseline] + [str(x) for x in argv],
                        capture_output=True, text=True, timeout=timeout)
     if r.returncode != 0:
-        raise RuntimeError("client failed: %s %s" % (r.stdout, r.stderr))
+        raise RuntimeError("iwarp-tcp-baseline %s failed: %s %s" % (argv[0], r.stdout, r.stderr))
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -135,14 +68,14 @@ def kernel_baseline(a):
             sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", dev)
             sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        server = subprocess.Popen(["ip", "netns", "exec", NS_B, "python3", "-c", SERVER, "7019"],
+        server = subprocess.Popen(["ip", "netns", "exec", NS_B, a.tcp_baseline, "serve", "7019"],
                                   stdout=subprocess.PIPE, text=True)
         if "ready" not in server.stdout.readline():
             raise RuntimeError("kernel server did not start")
         out = {}
-        out["w4k"] = ns_py(NS_A, CLIENT_BULK, VETH_B_IP, 7019, 4096, a.count_4k)["secs"]
-        out["w64k"] = ns_py(NS_A, CLIENT_BULK, VETH_B_IP, 7019, 65536, a.count_64k)["secs"]
-        out["s64"] = ns_py(NS_A, CLIENT_ECHO, VETH_B_IP, 7020, a.count_send, DEPTH)["secs"]
+        out["w4k"] = ns_baseline(a, NS_A, "bulk", VETH_B_IP, 7019, 4096, a.count_4k)["secs"]
+        out["w64k"] = ns_baseline(a, NS_A, "bulk", VETH_B_IP, 7019, 65536, a.count_64k)["secs"]
+        out["s64"] = ns_baseline(a, NS_A, "echo", VETH_B_IP, 7020, a.count_send, DEPTH)["secs"]
         return out
     finally:
         if server is not None:
@@ -189,7 +122,13 @@ def main():
     ap.add_argument("--count-4k", type=int, default=50000)
     ap.add_argument("--count-64k", type=int, default=8000)
     ap.add_argument("--count-send", type=int, default=100000)
+    ap.add_argument("--tcp-baseline", required=True,
+                    help="iwarp-tcp-baseline (tools/perf/tcp_baseline.cc), the kernel side")
     args = ap.parse_args()
+    if not os.access(args.tcp_baseline, os.X_OK):
+        print("no iwarp-tcp-baseline at %s (build it: ninja -C BUILD "
+              "tools/perf/iwarp-tcp-baseline)" % args.tcp_baseline)
+        return 2
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces, veth devices)")
         return 77

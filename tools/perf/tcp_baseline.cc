@@ -14,6 +14,10 @@
 //       64-byte ping-pong with the echo, TCP_NODELAY; every answer must be
 //       the message sent (each carries its sequence number):
 //       {"median_us": M, "min_us": N, "avg_us": A, "count": C}.
+//   iwarp-tcp-baseline echo HOST PORT COUNT DEPTH
+//       COUNT 64-byte messages to the echo, at most DEPTH unanswered, one
+//       write per message, TCP_NODELAY; every answer must be the message
+//       sent: {"secs": S, "count": C}.
 // Exit: 0 ok, 1 a socket call failed or the peer answered wrongly, 2 usage.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -165,7 +169,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: iwarp-tcp-baseline serve PORT\n"
                "       iwarp-tcp-baseline bulk HOST PORT SIZE COUNT [nodelay]\n"
-               "       iwarp-tcp-baseline pingpong HOST PORT COUNT\n");
+               "       iwarp-tcp-baseline pingpong HOST PORT COUNT\n"
+               "       iwarp-tcp-baseline echo HOST PORT COUNT DEPTH\n");
   return 2;
 }
 
@@ -242,6 +247,48 @@ int main(int argc, char** argv) {
     std::sort(rtt.begin(), rtt.end());
     std::printf("{\"median_us\": %.3f, \"min_us\": %.3f, \"avg_us\": %.3f, \"count\": %zu}\n",
                 rtt[rtt.size() / 2], rtt[0], sum / static_cast<double>(rtt.size()), rtt.size());
+    close(fd);
+    return 0;
+  }
+  if (mode == "echo" && argc == 6) {
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
+    const uint64_t count = Arg(argv[4], "COUNT", 1, kMaxCount);
+    const uint64_t depth = Arg(argv[5], "DEPTH", 1, 4096);
+    const int fd = Connect(argv[2], port);
+    NoDelay(fd);
+    std::vector<uint8_t> in(size_t{64} << 10);
+    size_t have = 0;  // bytes of an answer not yet complete, at in[0]
+    uint64_t sent = 0;
+    uint64_t got = 0;
+    const double t0 = NowSec();
+    while (got < count) {
+      while (sent < count && sent - got < depth) {
+        uint8_t msg[64] = {};
+        std::memcpy(msg, &sent, sizeof(sent));
+        if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
+        ++sent;
+      }
+      const ssize_t r = read(fd, in.data() + have, in.size() - have);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
+        return 1;
+      }
+      have += static_cast<size_t>(r);
+      size_t off = 0;
+      for (; have - off >= 64; off += 64, ++got) {
+        uint8_t want[64] = {};
+        std::memcpy(want, &got, sizeof(got));
+        if (got >= sent || std::memcmp(in.data() + off, want, sizeof(want)) != 0) {
+          std::fprintf(stderr, "iwarp-tcp-baseline: answer %" PRIu64 " is not the message sent\n",
+                       got);
+          return 1;
+        }
+      }
+      std::memmove(in.data(), in.data() + off, have - off);
+      have -= off;
+    }
+    std::printf("{\"secs\": %.9f, \"count\": %" PRIu64 "}\n", NowSec() - t0, got);
     close(fd);
     return 0;
   }

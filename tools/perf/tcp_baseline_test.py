@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""iwarp-tcp-baseline, the kernel TCP side of tools/iwarp_perf_bench.py, over
+"""iwarp-tcp-baseline, the kernel TCP side of tools/iwarp_perf_bench.py and
+tools/iwarp_bench.py, over
 127.0.0.1: the bulk writer's bytes all reach the sink (the sink's count is
 checked by the writer and here), the ping-pong's answers are its messages,
 the servers outlive clients that go away mid-stream, and bad arguments and
@@ -79,8 +80,17 @@ def main():
             check(0 < out["min_us"] <= out["median_us"],
                   "0 < min <= median (%s)" % r.stdout.strip())
 
+        r = run(tool, "echo", "127.0.0.1", port + 1, 20000, 16)
+        check(r.returncode == 0,
+              "echo 20000 with 16 outstanding ends with 0 (%s)" % r.stderr.strip())
+        if r.returncode == 0:
+            out = json.loads(r.stdout)
+            check(out["count"] == 20000 and out["secs"] > 0,
+                  "20000 echoes checked (%s)" % r.stdout.strip())
+
         # A client that goes away mid-stream: the servers stay up for the next.
         for mode, argv in (("bulk", ["bulk", "127.0.0.1", port, 1 << 20, 100000]),
+                           ("echo", ["echo", "127.0.0.1", port + 1, 10 ** 9, 64]),
                            ("pingpong", ["pingpong", "127.0.0.1", port + 1, 10 ** 9])):
             c = subprocess.Popen([tool] + [str(a) for a in argv], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
@@ -111,6 +121,7 @@ def main():
                          (["bulk", "127.0.0.1", str(port), "4k", "1"], "not a number"),
                          (["pingpong", "127.0.0.1", str(port), "-1"], "not a number"),
                          (["pingpong", "localhost", str(port), "1"], "not an IPv4 address"),
+                         (["echo", "127.0.0.1", str(port), "10", "0"], "out of range"),
                          (["bulk", "127.0.0.1", str(port), "1", "1", "fast"], "usage")):
         r = run(tool, *argv)
         check(r.returncode == 2 and reason in r.stderr,
