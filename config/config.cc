@@ -1191,7 +1191,7 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
   };
   constexpr KeyUse kUses[] = {
       {"port", true, true, false, true, false},
-      {"sha256", false, true, true, false, false},
+      {"sha256", false, true, true, false, true},
       {"remote", false, false, true, false, true},
       {"remote_port", false, false, true, false, true},
       {"bytes", false, false, true, false, false},
@@ -1234,6 +1234,8 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
   auto has = [&given](absl::string_view k) {
     return std::find(given.begin(), given.end(), k) != given.end();
   };
+  // iwarp_client hashes its run unless told not to (sink and source only when asked).
+  if (svc.type == ServiceType::kIwarpClient && !has("sha256")) svc.sha256 = true;
   const bool active = svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient;
   if (!active && !has("port")) {
     return Fail(mark, path + ".port", "missing required key",
@@ -2125,6 +2127,9 @@ std::string FormatConfigYaml(const Config& c) {
       absl::StrAppend(&out, "    crc: ", b(svc.crc), "\n    markers: ", b(svc.markers),
                       "\n    transport: ", NameOf(svc.transport, kIwarpTransportNames), "\n");
       if (svc.stream >= 0) absl::StrAppend(&out, "    stream: ", svc.stream, "\n");
+      if (svc.type == ServiceType::kIwarpClient) {
+        absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
+      }
     } else if (svc.type != ServiceType::kEcho) {
       absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
     }

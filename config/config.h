@@ -274,7 +274,7 @@ struct ServiceConfig {
   std::string name;
   ServiceType type = ServiceType::kEcho;
   uint16_t port = 0;            // echo, sink: listening port
-  bool sha256 = false;          // sink, source
+  bool sha256 = false;          // sink, source; iwarp_client (true unless the config says false)
   uint32_t remote = 0;          // source: host order
   uint16_t remote_port = 0;     // source
   uint64_t bytes = 0;           // source: per connection

@@ -976,7 +976,7 @@ TEST(ConfigServices, Errors) {
             "echo service listens on)");
   EXPECT_EQ(Error2("services:\n  - {name: e, type: echo, port: 7, sha256: true}\n"),
             "t.yaml:8:5: services[0].sha256: sha256 does not apply to type echo; allowed: sha256 "
-            "only with type sink or source");
+            "only with type sink or source or iwarp_client");
   EXPECT_EQ(Error2("services:\n  - {name: s, type: source, remote: 198.18.0.2, bytes: 1}\n"),
             "t.yaml:8:5: services[0].remote_port: missing required key; a source needs remote: "
             "A.B.C.D, remote_port: N and bytes: N");
@@ -1041,10 +1041,28 @@ TEST(ConfigIwarp, ServicesAndSectionRead) {
   EXPECT_EQ(cl.queue_depth, 4u);
   EXPECT_FALSE(cl.verify);
   EXPECT_EQ(cl.start_delay_ms, 5u);
+  EXPECT_TRUE(cl.sha256);  // an iwarp_client hashes its run unless told not to
   // The formatter writes everything back.
   absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
   ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfigYaml(*c);
   EXPECT_EQ(back->iwarp, c->iwarp);
+  EXPECT_EQ(back->services, c->services);
+}
+
+// sha256: false turns an iwarp_client's run hash off, and survives the
+// formatter (which writes the default true out as well).
+TEST(ConfigIwarp, ClientSha256Off) {
+  absl::StatusOr<Config> c = LoadConfigString(
+      std::string(kMinimal) +
+      "services:\n"
+      "  - {name: c, type: iwarp_client, remote: 198.18.0.2, remote_port: 9999, sha256: false}\n"
+      "  - {name: d, type: iwarp_client, remote: 198.18.0.2, remote_port: 9999}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->services.size(), 2u);
+  EXPECT_FALSE(c->services[0].sha256);
+  EXPECT_TRUE(c->services[1].sha256);
+  absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfigYaml(*c);
   EXPECT_EQ(back->services, c->services);
 }
 

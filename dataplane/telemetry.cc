@@ -329,7 +329,8 @@ void AddIwarpServiceFields(rte_tel_data* c, std::span<const TcpSnapshot* const> 
                             run.elapsed_us != 0 ? run.bytes * 8 / run.elapsed_us : 0);
   rte_tel_data_add_dict_u64(c, "run_messages_per_s",
                             run.elapsed_us != 0 ? run.messages * 1000000 / run.elapsed_us : 0);
-  rte_tel_data_add_dict_string(c, "run_sha256", run.finished ? ToHex(run.sha256).c_str() : "-");
+  rte_tel_data_add_dict_string(c, "run_sha256",
+                               run.finished && run.has_sha256 ? ToHex(run.sha256).c_str() : "-");
   rte_tel_data_add_dict_string(c, "run_connect_error",
                                std::string(engine::ConnectErrorName(run.connect_error)).c_str());
 }

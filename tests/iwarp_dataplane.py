@@ -251,11 +251,14 @@ RESPONDER_IWARP = ("  qps_per_service: 4\n  scratch_bytes: %d\n  recv_buffers: 4
                    "  recv_buffer_bytes: %d\n" % (16 * MIB, 16 * MIB))
 
 
-def client(name, op, msg, count, qd, port=PORT_CRC, crc=True, markers=False, verify=True):
+def client(name, op, msg, count, qd, port=PORT_CRC, crc=True, markers=False, verify=True,
+           sha256=None):
+    """One iwarp_client service line; sha256 None leaves the key out (default on)."""
     return ("  - {name: %s, type: iwarp_client, remote: %s, remote_port: %d, start_delay_ms: 300,"
             " op: %s, message_bytes: %d, count: %d, queue_depth: %d, crc: %s, markers: %s,"
-            " verify: %s}\n" % (name, A_IP, port, op, msg, count, qd, str(crc).lower(),
-                                str(markers).lower(), str(verify).lower()))
+            " verify: %s%s}\n" % (name, A_IP, port, op, msg, count, qd, str(crc).lower(),
+                                  str(markers).lower(), str(verify).lower(),
+                                  "" if sha256 is None else ", sha256: %s" % str(sha256).lower()))
 
 
 class Pair:
@@ -370,9 +373,17 @@ def case_crc_markers(args):
         clients = [("nocrc", "mixed", 65536, 30, 4, {"port": PORT_NOCRC, "crc": False}),
                    ("m_client", "mixed", 65536, 30, 4, {"markers": True}),
                    ("m_responder", "mixed", 65536, 30, 4, {"port": PORT_MARKERS})]
-        svcs, qps = pair.run_clients(clients)
+        # sha256: false: the same run (still verified by read-back), no hash.
+        nohash = ("nohash", "write", 65536, 30, 4, {"sha256": False})
+        svcs, qps = pair.run_clients(clients + [nohash])
         for c in clients:
             check_run(svcs, *c[:5])
+        s = svcs["nohash"]
+        check(s["run"] == "ok" and s["run_messages"] == 30 and s["run_bytes"] == 30 * 65536 and
+              s["verify_failures"] == 0 and s["run_sha256"] == "-",
+              "sha256: false: run %s, %d messages, %d bytes, %d verify failures, hash %s (want "
+              "ok, 30, 1966080, 0, -)" % (s["run"], s["run_messages"], s["run_bytes"],
+                                         s["verify_failures"], s["run_sha256"]))
         q = qp_of(qps, "nocrc")
         check(q["crc"] == 0, "crc: false on both sides: the connection runs without MPA CRC")
         q = qp_of(qps, "m_client")

@@ -3,9 +3,11 @@
 net_memif) against the kernel TCP stack over a veth pair moving the same
 bytes, in one run.
 
-  write_bw 4 KiB / 64 KiB   RDMA Writes, queue depth 16, no read-back; goodput
-                            is payload bits over the time from Full Operation
-                            to the last Write's completion (acknowledged).
+  write_bw 4 KiB / 64 KiB   RDMA Writes, queue depth 16, no read-back, no run
+                            hash (sha256: false: the kernel side hashes
+                            nothing either); goodput is payload bits over the
+                            time from Full Operation to the last Write's
+                            completion (acknowledged).
                             Kernel: one TCP connection, the same bytes in
                             writes of the same size, until the receiver has
                             read them all.
@@ -15,9 +17,10 @@ bytes, in one run.
 
 The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
 C++, blocking sockets, one system call per message; the sink's byte count and
-every echo checked), iwarpd's by its own services; the daemons busy-poll one core each (A's
-worker on lcore 1, B's on lcore 0), so the machine must be otherwise idle for
-figures worth comparing. Compare ratios, not absolute numbers.
+every echo checked), iwarpd's by its own services; the daemons busy-poll one
+core each (A's worker on lcore 1, B's on lcore 0), so the machine must be
+otherwise idle for figures worth comparing. Compare ratios, not absolute
+numbers.
 
   iwarp_bench.py --iwarpd PATH --iwarpctl PATH --tcp-baseline PATH
                  [--count-4k N] [--count-64k N] [--count-send N]
@@ -93,7 +96,7 @@ def iwarpd_run(args, name, op, msg, count):
                        "  qps_per_service: 1\n  scratch_bytes: %d\n  recv_buffers: %d\n"
                        "  recv_buffer_bytes: 65536\n" % (DEPTH * 65536, DEPTH),
                        main_lcore=0, worker_lcore=1, idle_sleep_us=0)
-    svc = iw.client(name, op, msg, count, DEPTH, verify=False).replace(
+    svc = iw.client(name, op, msg, count, DEPTH, verify=False, sha256=False).replace(
         "start_delay_ms: 300", "start_delay_ms: 500")
     b = iw.MemifDaemon(args, "bb", iw.B_IP, "client", sock, svc, main_lcore=1, worker_lcore=0,
                        idle_sleep_us=0)

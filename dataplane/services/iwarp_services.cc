@@ -840,8 +840,8 @@ class Client final : public IwarpService, private engine::QpObserver {
         const ByteSpan got(dst_.data() + SlotTo(s), msg);
         const ByteSpan want(src_.data() + sl.expect_offset % kPatternPeriod, msg);
         if (std::memcmp(got.data(), want.data(), msg) != 0) ++finished_.verify_failures;
-        sha_.Update(got);
-      } else {
+        if (cfg_.sha256) sha_.Update(got);
+      } else if (cfg_.sha256) {
         sha_.Update(ByteSpan(src_.data() + sl.expect_offset % kPatternPeriod, msg));
       }
       ++finished_.messages_done;
@@ -932,15 +932,18 @@ class Client final : public IwarpService, private engine::QpObserver {
     result_.finished = true;
     result_.ok = ok && retired_ == cfg_.count;
     running_ = false;
-    Sha256 copy = sha_;
-    result_.sha256 = copy.Finish();
+    result_.has_sha256 = cfg_.sha256;
+    if (cfg_.sha256) {
+      Sha256 copy = sha_;
+      result_.sha256 = copy.Finish();
+    }
     TransferRecord& r = recent_[recent_next_];
     r.tuple = sctp_ != nullptr ? tuple_
               : opened_.valid() && opened_.slot < conns_.size() ? conns_[opened_.slot].tuple
                                                                 : FourTuple{};
     r.bytes = result_.bytes;
     r.sha256 = result_.sha256;
-    r.has_sha256 = true;
+    r.has_sha256 = cfg_.sha256;
     r.complete = result_.ok;
     r.reason = result_.ok ? tcp::CloseReason::kNormal : tcp::CloseReason::kAborted;
     recent_next_ = (recent_next_ + 1) % kRecent;

@@ -161,6 +161,7 @@ struct IwarpRunResult {
   uint64_t bytes = 0;              // payload bytes of the completed messages
   uint64_t elapsed_us = 0;         // Full Operation to the last message
   Sha256::Digest sha256{};
+  bool has_sha256 = false;         // the service hashed its run (sha256: true)
   engine::ConnectError connect_error = engine::ConnectError::kNone;
 };
 
