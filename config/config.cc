@@ -1234,8 +1234,12 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
   auto has = [&given](absl::string_view k) {
     return std::find(given.begin(), given.end(), k) != given.end();
   };
-  // iwarp_client hashes its run unless told not to (sink and source only when asked).
-  if (svc.type == ServiceType::kIwarpClient && !has("sha256")) svc.sha256 = true;
+  // The key sha256 of an iwarp_client (default true) is its own field, so a
+  // ServiceConfig made in code hashes a client's run like a config file does.
+  if (svc.type == ServiceType::kIwarpClient) {
+    svc.client_sha256 = has("sha256") ? svc.sha256 : true;
+    svc.sha256 = false;
+  }
   const bool active = svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient;
   if (!active && !has("port")) {
     return Fail(mark, path + ".port", "missing required key",
@@ -1984,6 +1988,9 @@ std::string DescribeConfig(const Config& c) {
       absl::StrAppend(&out, " on port ", svc.port);
     }
     if (svc.sha256) absl::StrAppend(&out, ", sha256");
+    if (svc.type == ServiceType::kIwarpClient && !svc.client_sha256) {
+      absl::StrAppend(&out, ", no run hash");
+    }
     if (svc.transport == IwarpTransport::kSctp) absl::StrAppend(&out, ", over sctp");
     out += "\n";
   }
@@ -2128,7 +2135,7 @@ std::string FormatConfigYaml(const Config& c) {
                       "\n    transport: ", NameOf(svc.transport, kIwarpTransportNames), "\n");
       if (svc.stream >= 0) absl::StrAppend(&out, "    stream: ", svc.stream, "\n");
       if (svc.type == ServiceType::kIwarpClient) {
-        absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");
+        absl::StrAppend(&out, "    sha256: ", b(svc.client_sha256), "\n");
       }
     } else if (svc.type != ServiceType::kEcho) {
       absl::StrAppend(&out, "    sha256: ", b(svc.sha256), "\n");

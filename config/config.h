@@ -274,7 +274,9 @@ struct ServiceConfig {
   std::string name;
   ServiceType type = ServiceType::kEcho;
   uint16_t port = 0;            // echo, sink: listening port
-  bool sha256 = false;          // sink, source; iwarp_client (true unless the config says false)
+  bool sha256 = false;          // sink, source
+  // iwarp_client: hash the run (YAML key sha256 there too, default true).
+  bool client_sha256 = true;
   uint32_t remote = 0;          // source: host order
   uint16_t remote_port = 0;     // source
   uint64_t bytes = 0;           // source: per connection

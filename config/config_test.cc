@@ -1041,7 +1041,7 @@ TEST(ConfigIwarp, ServicesAndSectionRead) {
   EXPECT_EQ(cl.queue_depth, 4u);
   EXPECT_FALSE(cl.verify);
   EXPECT_EQ(cl.start_delay_ms, 5u);
-  EXPECT_TRUE(cl.sha256);  // an iwarp_client hashes its run unless told not to
+  EXPECT_TRUE(cl.client_sha256);  // an iwarp_client hashes its run unless told not to
   // The formatter writes everything back.
   absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
   ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfigYaml(*c);
@@ -1059,8 +1059,8 @@ TEST(ConfigIwarp, ClientSha256Off) {
       "  - {name: d, type: iwarp_client, remote: 198.18.0.2, remote_port: 9999}\n");
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->services.size(), 2u);
-  EXPECT_FALSE(c->services[0].sha256);
-  EXPECT_TRUE(c->services[1].sha256);
+  EXPECT_FALSE(c->services[0].client_sha256);
+  EXPECT_TRUE(c->services[1].client_sha256);
   absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
   ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfigYaml(*c);
   EXPECT_EQ(back->services, c->services);

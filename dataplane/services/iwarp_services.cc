@@ -840,8 +840,8 @@ class Client final : public IwarpService, private engine::QpObserver {
         const ByteSpan got(dst_.data() + SlotTo(s), msg);
         const ByteSpan want(src_.data() + sl.expect_offset % kPatternPeriod, msg);
         if (std::memcmp(got.data(), want.data(), msg) != 0) ++finished_.verify_failures;
-        if (cfg_.sha256) sha_.Update(got);
-      } else if (cfg_.sha256) {
+        if (cfg_.client_sha256) sha_.Update(got);
+      } else if (cfg_.client_sha256) {
         sha_.Update(ByteSpan(src_.data() + sl.expect_offset % kPatternPeriod, msg));
       }
       ++finished_.messages_done;
@@ -932,8 +932,8 @@ class Client final : public IwarpService, private engine::QpObserver {
     result_.finished = true;
     result_.ok = ok && retired_ == cfg_.count;
     running_ = false;
-    result_.has_sha256 = cfg_.sha256;
-    if (cfg_.sha256) {
+    result_.has_sha256 = cfg_.client_sha256;
+    if (cfg_.client_sha256) {
       Sha256 copy = sha_;
       result_.sha256 = copy.Finish();
     }
@@ -943,7 +943,7 @@ class Client final : public IwarpService, private engine::QpObserver {
                                                                 : FourTuple{};
     r.bytes = result_.bytes;
     r.sha256 = result_.sha256;
-    r.has_sha256 = cfg_.sha256;
+    r.has_sha256 = cfg_.client_sha256;
     r.complete = result_.ok;
     r.reason = result_.ok ? tcp::CloseReason::kNormal : tcp::CloseReason::kAborted;
     recent_next_ = (recent_next_ + 1) % kRecent;
