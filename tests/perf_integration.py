@@ -51,9 +51,10 @@ def payload_per_iteration(test, size):
     return 2 * size if test in ("write_lat", "send_lat") else size
 
 
-def run_pair(args, d, test, size):
+def run_pair(args, d, test, size, extra=()):
     sock = d.socket_path()
     common = ["-S", sock, "-p", str(PORT), "-s", str(size), "-n", str(ITERS), "--verify"]
+    common += list(extra)
     server = subprocess.Popen([args.perf, test] + common, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
     try:
@@ -152,25 +153,33 @@ def main():
               "mismatched tests: both exit 3, the server says rejected (rc %d/%d, %r, %r)" %
               (r.returncode, server.returncode, r.stderr, srv_out))
 
-        for test in ["write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat"]:
-            for size in SIZES:
-                c0 = app_counters(d)
-                out = run_pair(args, d, test, size)
-                data, ctrl, wrs = parse_table(test, out, size)
-                check(data == ITERS * payload_per_iteration(test, size),
-                      "%s -s %d: %d data bytes reported = %d iterations x %d" %
-                      (test, size, data, ITERS, payload_per_iteration(test, size)))
-                c1 = app_counters(d)
-                moved = c1["bytes_moved"] - c0["bytes_moved"]
-                check(moved == data + ctrl,
-                      "%s -s %d: daemon bytes_moved +%d = %d data + %d control" %
-                      (test, size, moved, data, ctrl))
-                done = c1["wrs_completed"] - c0["wrs_completed"]
-                check(done == wrs, "%s -s %d: daemon wrs_completed +%d = %d reported" %
-                      (test, size, done, wrs))
-                check(c1["wrs_failed"] == c0["wrs_failed"], "%s: no failed work request" % test)
-                log("%s -s %d: %s" % (test, size, " ".join(
-                    l for l in out.splitlines() if re.match(r"^\s*\d+\s+\d+", l))))
+        # Every test at every size; then the bandwidth tests with completion
+        # moderation (-Q 7, -q 16: one completion per 7 work requests and for
+        # the last, which 7 does not divide): the same bytes, verified.
+        plan = [(t, s, ()) for t in ["write_bw", "read_bw", "send_bw", "write_lat", "read_lat",
+                                     "send_lat"] for s in SIZES]
+        plan += [(t, 4096, ("-Q", "7", "-q", "16")) for t in ["write_bw", "read_bw", "send_bw"]]
+        for test, size, extra in plan:
+            c0 = app_counters(d)
+            out = run_pair(args, d, test, size, extra)
+            data, ctrl, wrs = parse_table(test, out, size)
+            if extra:
+                check("CQ moderation   : a completion every 7 work requests" in out,
+                      "%s -Q 7: the client says it asks for every 7th completion" % test)
+            check(data == ITERS * payload_per_iteration(test, size),
+                  "%s -s %d: %d data bytes reported = %d iterations x %d" %
+                  (test, size, data, ITERS, payload_per_iteration(test, size)))
+            c1 = app_counters(d)
+            moved = c1["bytes_moved"] - c0["bytes_moved"]
+            check(moved == data + ctrl,
+                  "%s -s %d: daemon bytes_moved +%d = %d data + %d control" %
+                  (test, size, moved, data, ctrl))
+            done = c1["wrs_completed"] - c0["wrs_completed"]
+            check(done == wrs, "%s -s %d: daemon wrs_completed +%d = %d reported" %
+                  (test, size, done, wrs))
+            check(c1["wrs_failed"] == c0["wrs_failed"], "%s: no failed work request" % test)
+            log("%s -s %d: %s" % (test, size, " ".join(
+                l for l in out.splitlines() if re.match(r"^\s*\d+\s+\d+", l))))
         # The daemon notices closed sessions asynchronously: poll a little.
         deadline = time.time() + 5
         while True:
