@@ -59,7 +59,7 @@ numbers (the load average is printed with the table).
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost,vhost-tso[,pcap]]
                       [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
-                      [--tcp-baseline PATH]
+                      [--tcp-baseline PATH] [--pin]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
@@ -69,6 +69,13 @@ say otherwise.
 second repeat), in the same minutes and with the same iwarp-perf, and prints
 both with their ratio: the figure for a daemon change on this noisy machine.
 --repeat N runs everything N times and prints medians.
+
+--pin places each node's processes on one core: the server daemon's worker,
+the iwarp-perf server and the kernel baseline's server on CPU 1; the client
+daemon's worker, the iwarp-perf client and the kernel baseline's client on
+CPU 0. Two daemons on one machine otherwise let an application land on the
+core of the other daemon's worker, which no single-daemon node has (send_bw
+64 B: ~82k msg/s in that placement, ~265k beside its own worker, measured).
 
 Needs root and hugepages (memif, vhost); prints the reason and exits 77
 otherwise. The pcap/veth rows need no hugepages.
@@ -118,17 +125,32 @@ class VhostBenchDaemon(mj.VhostPort, BenchDaemon):
     (mtu_jumbo.VhostPort: net_vhost or net_virtio_user), at a given MTU."""
 
 
+# --pin: one core per node. Every row's server daemon has its worker on
+# lcore 1 and the client's on lcore 0; with --pin the server-side processes
+# (iwarp-perf server, the kernel baseline's server) run on CPU 1 and the
+# client-side ones on CPU 0, as on two one-core nodes where an application
+# shares its core with its own daemon's worker only.
+SERVER_CPU = 1
+CLIENT_CPU = 0
+
+
+def pinned(args, cpu):
+    """The taskset prefix for a process of the node on `cpu` (none without --pin)."""
+    return ["taskset", "-c", str(cpu)] if args.pin else []
+
+
 def perf_pair(args, a, b, test, size, iters):
     """Runs one iwarp-perf test (server on a, client on b); returns the
     client's result row as floats."""
     common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)]
     if test.endswith("_bw"):
         common += ["-q", str(DEPTH)]
-    server = subprocess.Popen([args.perf] + common + ["-S", a.socket()], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(pinned(args, SERVER_CPU) + [args.perf] + common + ["-S", a.socket()],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         aw.wait_line(server, "waiting for a client", 15)
-        client = subprocess.run([args.perf] + common + ["-S", b.socket(), iwd.A_IP],
+        client = subprocess.run(pinned(args, CLIENT_CPU) + [args.perf] + common +
+                                ["-S", b.socket(), iwd.A_IP],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 timeout=600)
         if client.returncode != 0:
@@ -240,7 +262,8 @@ def iwarpd_vhost_runs(args, mtu, tso=False):
 
 def ns_baseline(args, *argv):
     """Runs iwarp-tcp-baseline with argv in namespace A; its JSON line."""
-    r = subprocess.run(["ip", "netns", "exec", NS_A, args.tcp_baseline] + [str(a) for a in argv],
+    r = subprocess.run(["ip", "netns", "exec", NS_A] + pinned(args, CLIENT_CPU) +
+                       [args.tcp_baseline] + [str(a) for a in argv],
                        capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise RuntimeError("iwarp-tcp-baseline %s failed: %s %s" % (argv[0], r.stdout, r.stderr))
@@ -259,8 +282,9 @@ def kernel_runs(args, mtu, with_small):
             ib.sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", dev)
             ib.sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
             ib.sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        server = subprocess.Popen(["ip", "netns", "exec", NS_B, args.tcp_baseline, "serve",
-                                   str(KPORT)], stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen(["ip", "netns", "exec", NS_B] + pinned(args, SERVER_CPU) +
+                                  [args.tcp_baseline, "serve", str(KPORT)],
+                                  stdout=subprocess.PIPE, text=True)
         if "ready" not in server.stdout.readline():
             raise RuntimeError("kernel server did not start")
         mib = 1024.0 * 1024.0
@@ -417,6 +441,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every row this many times (kernel, baseline, iwarpd in turn) "
                          "and print medians, with each run's figures in the notes")
+    ap.add_argument("--pin", action="store_true",
+                    help="one core per node: server-side processes on CPU 1 (the server "
+                         "daemon's worker), client-side on CPU 0, iwarpd's and the kernel's")
     ap.add_argument("--idle-sleep-us", type=int, default=0,
                     help="both daemons' workers.idle_sleep_us (0: busy-poll, the default)")
     ap.add_argument("--baseline-iwarpd", default=None,
@@ -463,9 +490,11 @@ def main():
                 row[0], per_run([r[i][1] for r in runs]), per_run([r[i][4] for r in runs]),
                 per_run([r[i][2] for r in runs])))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
-          "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s" %
+          "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s%s" %
           (DEPTH, " / ".join(loads),
-           "; medians of %d runs" % args.repeat if args.repeat > 1 else ""))
+           "; medians of %d runs" % args.repeat if args.repeat > 1 else "",
+           "; --pin: server-side processes on CPU %d, client-side on CPU %d (one core per node)"
+           % (SERVER_CPU, CLIENT_CPU) if args.pin else ""))
     with_prev = bool(args.baseline_iwarpd)
     if with_prev:
         print("baseline iwarpd: %s (run just before each iwarpd row)" % args.baseline_iwarpd)
