@@ -120,9 +120,14 @@ __attribute__((target("sha,sse4.1,ssse3"))) void CompressBlocksShaNi(uint32_t* h
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), efgh);
 }
 
-const bool kShaNi = CpuHasShaNi();
+// Asked once, on first use (not during static initialisation, which another
+// translation unit's globals might already hash in).
+bool HaveShaNi() {
+  static const bool have = CpuHasShaNi();
+  return have;
+}
 #else
-constexpr bool kShaNi = false;
+constexpr bool HaveShaNi() { return false; }
 #endif
 
 }  // namespace
@@ -136,7 +141,7 @@ void CompressPortable(uint32_t* h, const uint8_t* p, size_t blocks) {
 bool CompressShaNi([[maybe_unused]] uint32_t* h, [[maybe_unused]] const uint8_t* p,
                    [[maybe_unused]] size_t blocks) {
 #if defined(__x86_64__)
-  if (kShaNi) {
+  if (HaveShaNi()) {
     CompressBlocksShaNi(h, p, blocks);
     return true;
   }
@@ -146,7 +151,7 @@ bool CompressShaNi([[maybe_unused]] uint32_t* h, [[maybe_unused]] const uint8_t*
 
 }  // namespace sha256_internal
 
-bool Sha256::Accelerated() { return kShaNi; }
+bool Sha256::Accelerated() { return HaveShaNi(); }
 
 void Sha256::CompressBlocks(const uint8_t* p, size_t blocks) {
   if (blocks == 0) return;
