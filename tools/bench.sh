@@ -40,9 +40,10 @@ tools/setup.sh
 meson configure build-release -Dwerror=false
 if [ "${1:-}" = tcp ]; then
   shift
-  ninja -C build-release dataplane/iwarpd tools/iwarpctl
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/perf/iwarp-tcp-baseline
   exec python3 tools/tcp_bench.py --iwarpd build-release/dataplane/iwarpd \
-    --iwarpctl build-release/tools/iwarpctl "$@"
+    --iwarpctl build-release/tools/iwarpctl \
+    --tcp-baseline build-release/tools/perf/iwarp-tcp-baseline "$@"
 fi
 if [ "${1:-}" = iwarp ]; then
   shift

@@ -14,6 +14,13 @@
 //       64-byte ping-pong with the echo, TCP_NODELAY; every answer must be
 //       the message sent (each carries its sequence number):
 //       {"median_us": M, "min_us": N, "avg_us": A, "count": C}.
+//   iwarp-tcp-baseline stream HOST PORT SIZE COUNT
+//       COUNT writes of SIZE bytes, then a half-close, then reads to the
+//       peer's FIN (any sink that closes when its peer does: iwarpd's sink
+//       service, or serve's, whose count it reads past): {"secs": S}.
+//   iwarp-tcp-baseline rr HOST PORT SECONDS
+//       64-byte request/response for SECONDS (1..3600), TCP_NODELAY, every
+//       answer checked: {"transactions": N, "secs": S}.
 //   iwarp-tcp-baseline echo HOST PORT COUNT DEPTH
 //       COUNT 64-byte messages to the echo, at most DEPTH unanswered, one
 //       write per message, TCP_NODELAY; every answer must be the message
@@ -170,7 +177,9 @@ int Usage() {
                "usage: iwarp-tcp-baseline serve PORT\n"
                "       iwarp-tcp-baseline bulk HOST PORT SIZE COUNT [nodelay]\n"
                "       iwarp-tcp-baseline pingpong HOST PORT COUNT\n"
-               "       iwarp-tcp-baseline echo HOST PORT COUNT DEPTH\n");
+               "       iwarp-tcp-baseline echo HOST PORT COUNT DEPTH\n"
+               "       iwarp-tcp-baseline stream HOST PORT SIZE COUNT\n"
+               "       iwarp-tcp-baseline rr HOST PORT SECONDS\n");
   return 2;
 }
 
@@ -247,6 +256,57 @@ int main(int argc, char** argv) {
     std::sort(rtt.begin(), rtt.end());
     std::printf("{\"median_us\": %.3f, \"min_us\": %.3f, \"avg_us\": %.3f, \"count\": %zu}\n",
                 rtt[rtt.size() / 2], rtt[0], sum / static_cast<double>(rtt.size()), rtt.size());
+    close(fd);
+    return 0;
+  }
+  if (mode == "stream" && argc == 6) {
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
+    const uint64_t size = Arg(argv[4], "SIZE", 1, kMaxSize);
+    const uint64_t count = Arg(argv[5], "COUNT", 1, kMaxCount);
+    std::vector<uint8_t> buf(size);
+    const int fd = Connect(argv[2], port);
+    const double t0 = NowSec();
+    for (uint64_t i = 0; i < count; ++i) {
+      if (!WriteAll(fd, buf.data(), buf.size())) Die("write");
+    }
+    if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
+    for (;;) {
+      uint8_t scratch[64];
+      const ssize_t r = read(fd, scratch, sizeof(scratch));
+      if (r == 0) break;
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) Die("read");
+    }
+    std::printf("{\"secs\": %.9f}\n", NowSec() - t0);
+    close(fd);
+    return 0;
+  }
+  if (mode == "rr" && argc == 5) {
+    const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
+    const uint64_t seconds = Arg(argv[4], "SECONDS", 1, 3600);
+    const int fd = Connect(argv[2], port);
+    NoDelay(fd);
+    uint8_t msg[64] = {};
+    uint8_t back[64];
+    uint64_t n = 0;
+    const double t0 = NowSec();
+    const double end = t0 + static_cast<double>(seconds);
+    double now = t0;
+    while (now < end) {
+      std::memcpy(msg, &n, sizeof(n));
+      if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
+      if (!ReadExact(fd, back, sizeof(back))) {
+        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
+        return 1;
+      }
+      if (std::memcmp(msg, back, sizeof(msg)) != 0) {
+        std::fprintf(stderr, "iwarp-tcp-baseline: answer %" PRIu64 " is not the message sent\n", n);
+        return 1;
+      }
+      ++n;
+      now = NowSec();
+    }
+    std::printf("{\"transactions\": %" PRIu64 ", \"secs\": %.9f}\n", n, now - t0);
     close(fd);
     return 0;
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""iwarp-tcp-baseline, the kernel TCP side of tools/iwarp_perf_bench.py and
-tools/iwarp_bench.py, over
+"""iwarp-tcp-baseline, the kernel TCP side of tools/iwarp_perf_bench.py,
+tools/iwarp_bench.py and tools/tcp_bench.py, over
 127.0.0.1: the bulk writer's bytes all reach the sink (the sink's count is
 checked by the writer and here), the ping-pong's answers are its messages,
 the servers outlive clients that go away mid-stream, and bad arguments and
@@ -88,6 +88,17 @@ def main():
             check(out["count"] == 20000 and out["secs"] > 0,
                   "20000 echoes checked (%s)" % r.stdout.strip())
 
+        r = run(tool, "stream", "127.0.0.1", port, 65536, 200)
+        check(r.returncode == 0 and json.loads(r.stdout)["secs"] > 0,
+              "stream 64 KiB x 200 reads to the sink's FIN (%s%s)" % (r.stdout.strip(),
+                                                                     r.stderr.strip()))
+        r = run(tool, "rr", "127.0.0.1", port + 1, 1)
+        if r.returncode == 0:
+            out = json.loads(r.stdout)
+        check(r.returncode == 0 and out["transactions"] > 0 and 1.0 <= out["secs"] < 3.0,
+              "rr for 1 s: transactions checked and counted (%s%s)" % (r.stdout.strip(),
+                                                                      r.stderr.strip()))
+
         # A client that goes away mid-stream: the servers stay up for the next.
         for mode, argv in (("bulk", ["bulk", "127.0.0.1", port, 1 << 20, 100000]),
                            ("echo", ["echo", "127.0.0.1", port + 1, 10 ** 9, 64]),
@@ -122,6 +133,8 @@ def main():
                          (["pingpong", "127.0.0.1", str(port), "-1"], "not a number"),
                          (["pingpong", "localhost", str(port), "1"], "not an IPv4 address"),
                          (["echo", "127.0.0.1", str(port), "10", "0"], "out of range"),
+                         (["rr", "127.0.0.1", str(port), "0"], "out of range"),
+                         (["stream", "127.0.0.1", str(port), "1"], "usage"),
                          (["bulk", "127.0.0.1", str(port), "1", "1", "fast"], "usage")):
         r = run(tool, *argv)
         check(r.returncode == 2 and reason in r.stderr,
