@@ -236,6 +236,17 @@ uint64_t CqMod(const Options& o, uint64_t window) {
   return std::clamp<uint64_t>(o.cq_mod, 1, window);
 }
 
+// A send-queue completion retires its request and every one posted before it
+// (in-order completion); returns the count retired so far. A wr_id outside
+// the requests in flight, [done, posted), ends the run.
+uint64_t Retired(const iwarp_wc& wc, uint64_t done, uint64_t posted) {
+  if (wc.wr_id < done || wc.wr_id >= posted) {
+    Die(kExitFailed, "completion for wr_id %" PRIu64 " outside %" PRIu64 "..%" PRIu64, wc.wr_id,
+        done, posted - 1);
+  }
+  return wc.wr_id + 1;
+}
+
 void PostRecv(Side* side, uint64_t wr_id, uint8_t* buf, uint64_t len) {
   iwarp_sge sge{reinterpret_cast<uintptr_t>(buf), static_cast<uint32_t>(len), side->mr.stag};
   iwarp_recv_wr wr{wr_id, &sge, 1};
@@ -655,12 +666,9 @@ int RunClient(const Options& o) {
           ++posted;
         }
         const iwarp_wc wc = WaitWc(side.scq, read ? "RDMA Read" : "RDMA Write");
-        if (wc.wr_id < done || wc.wr_id >= posted) {
-          Die(kExitFailed, "completion for wr_id %" PRIu64 " outside %" PRIu64 "..%" PRIu64,
-              wc.wr_id, done, posted - 1);
-        }
+        const uint64_t retired = Retired(wc, done, posted);
         if (wc.byte_len != size) ++errors;
-        for (; done <= wc.wr_id; ++done) {
+        for (; done < retired; ++done) {
           if (!read || !o.verify) continue;
           const uint64_t k = done % std::min(slots, rslots);
           const uint8_t* p = side.mem + k * size;
@@ -713,12 +721,7 @@ int RunClient(const Options& o) {
                      (posted + 1) % mod == 0 || posted + 1 == count);
             ++posted;
           }
-          const iwarp_wc wc = WaitWc(side.scq, "Send");
-          if (wc.wr_id < done || wc.wr_id >= posted) {
-            Die(kExitFailed, "completion for wr_id %" PRIu64 " outside %" PRIu64 "..%" PRIu64,
-                wc.wr_id, done, posted - 1);
-          }
-          done = wc.wr_id + 1;
+          done = Retired(WaitWc(side.scq, "Send"), done, posted);
         }
         sent += count;
         ctrl_msgs += 2;

@@ -152,6 +152,33 @@ void Echo(int listener) {
   }
 }
 
+// COUNT writes of `size` zero bytes, then a half-close; exits 1 if one fails.
+void WriteThenHalfClose(int fd, uint64_t size, uint64_t count) {
+  std::vector<uint8_t> buf(size);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!WriteAll(fd, buf.data(), buf.size())) Die("write");
+  }
+  if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
+}
+
+// One 64-byte message carrying `seq` to the echo and its answer; false (with
+// the reason on stderr) if the echo failed or answered something else.
+bool EchoRoundTrip(int fd, uint64_t seq) {
+  uint8_t msg[64] = {};
+  uint8_t back[64];
+  std::memcpy(msg, &seq, sizeof(seq));
+  if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
+  if (!ReadExact(fd, back, sizeof(back))) {
+    std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
+    return false;
+  }
+  if (std::memcmp(msg, back, sizeof(msg)) != 0) {
+    std::fprintf(stderr, "iwarp-tcp-baseline: answer %" PRIu64 " is not the message sent\n", seq);
+    return false;
+  }
+  return true;
+}
+
 // A decimal number in [lo, hi]; exits 2 with the reason otherwise.
 uint64_t Arg(const char* s, const char* what, uint64_t lo, uint64_t hi) {
   char* end = nullptr;
@@ -203,14 +230,10 @@ int main(int argc, char** argv) {
     const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
     const uint64_t size = Arg(argv[4], "SIZE", 1, kMaxSize);
     const uint64_t count = Arg(argv[5], "COUNT", 1, kMaxCount);
-    std::vector<uint8_t> buf(size);
     const int fd = Connect(argv[2], port);
     if (argc == 7) NoDelay(fd);
     const double t0 = NowSec();
-    for (uint64_t i = 0; i < count; ++i) {
-      if (!WriteAll(fd, buf.data(), buf.size())) Die("write");
-    }
-    if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
+    WriteThenHalfClose(fd, size, count);
     uint8_t answer[8];
     if (!ReadExact(fd, answer, sizeof(answer))) {
       std::fprintf(stderr, "iwarp-tcp-baseline: the sink closed without its answer\n");
@@ -233,23 +256,12 @@ int main(int argc, char** argv) {
     const uint64_t count = Arg(argv[4], "COUNT", 1, uint64_t{1} << 32);
     const int fd = Connect(argv[2], port);
     NoDelay(fd);
-    uint8_t msg[64] = {};
-    uint8_t back[64];
     std::vector<double> rtt;
     rtt.reserve(count);
     for (uint64_t i = 0; i < count; ++i) {
-      std::memcpy(msg, &i, sizeof(i));
       const double t0 = NowSec();
-      if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
-      if (!ReadExact(fd, back, sizeof(back))) {
-        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
-        return 1;
-      }
+      if (!EchoRoundTrip(fd, i)) return 1;
       rtt.push_back((NowSec() - t0) * 1e6);
-      if (std::memcmp(msg, back, sizeof(msg)) != 0) {
-        std::fprintf(stderr, "iwarp-tcp-baseline: answer %" PRIu64 " is not the message sent\n", i);
-        return 1;
-      }
     }
     double sum = 0;
     for (double v : rtt) sum += v;
@@ -263,13 +275,9 @@ int main(int argc, char** argv) {
     const auto port = static_cast<uint16_t>(Arg(argv[3], "PORT", 1, 65535));
     const uint64_t size = Arg(argv[4], "SIZE", 1, kMaxSize);
     const uint64_t count = Arg(argv[5], "COUNT", 1, kMaxCount);
-    std::vector<uint8_t> buf(size);
     const int fd = Connect(argv[2], port);
     const double t0 = NowSec();
-    for (uint64_t i = 0; i < count; ++i) {
-      if (!WriteAll(fd, buf.data(), buf.size())) Die("write");
-    }
-    if (shutdown(fd, SHUT_WR) != 0) Die("shutdown");
+    WriteThenHalfClose(fd, size, count);
     for (;;) {
       uint8_t scratch[64];
       const ssize_t r = read(fd, scratch, sizeof(scratch));
@@ -286,23 +294,12 @@ int main(int argc, char** argv) {
     const uint64_t seconds = Arg(argv[4], "SECONDS", 1, 3600);
     const int fd = Connect(argv[2], port);
     NoDelay(fd);
-    uint8_t msg[64] = {};
-    uint8_t back[64];
     uint64_t n = 0;
     const double t0 = NowSec();
     const double end = t0 + static_cast<double>(seconds);
     double now = t0;
     while (now < end) {
-      std::memcpy(msg, &n, sizeof(n));
-      if (!WriteAll(fd, msg, sizeof(msg))) Die("write");
-      if (!ReadExact(fd, back, sizeof(back))) {
-        std::fprintf(stderr, "iwarp-tcp-baseline: the echo closed or failed\n");
-        return 1;
-      }
-      if (std::memcmp(msg, back, sizeof(msg)) != 0) {
-        std::fprintf(stderr, "iwarp-tcp-baseline: answer %" PRIu64 " is not the message sent\n", n);
-        return 1;
-      }
+      if (!EchoRoundTrip(fd, n)) return 1;
       ++n;
       now = NowSec();
     }

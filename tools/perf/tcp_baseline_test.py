@@ -4,7 +4,9 @@ tools/iwarp_bench.py and tools/tcp_bench.py, over
 127.0.0.1: the bulk writer's bytes all reach the sink (the sink's count is
 checked by the writer and here), the ping-pong's answers are its messages,
 the servers outlive clients that go away mid-stream, and bad arguments and
-refused connections end with their exit codes and a reason.
+refused connections end with their exit codes and a reason; against a peer
+that answers wrongly (a short byte count, a changed echo) every client mode
+fails with the reason.
 
   tcp_baseline_test.py PATH_TO_IWARP_TCP_BASELINE
 """
@@ -15,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 FAILURES = []
@@ -119,6 +122,52 @@ def main():
     finally:
         server.kill()
         server.wait()
+
+    # A peer that answers wrongly: every client mode exits 1 and says so.
+    # The fake listens on 127.0.0.1: a sink that reports one byte fewer than
+    # it read, and an echo that flips the first byte of every message.
+    fake = socket.socket()
+    fake.bind(("127.0.0.1", 0))
+    fake.listen(8)
+    fport = fake.getsockname()[1]
+
+    def serve_fake(mode):
+        c, _ = fake.accept()
+        with c:
+            if mode == "sink":
+                total = 0
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    total += len(d)
+                c.sendall((total - 1).to_bytes(8, "big"))
+                return
+            while True:
+                d = b""
+                while len(d) < 64:
+                    more = c.recv(64 - len(d))
+                    if not more:
+                        return
+                    d += more
+                c.sendall(bytes([d[0] ^ 1]) + d[1:])
+
+    for mode, argv, reason in (("sink", ["bulk", "127.0.0.1", fport, 1000, 10],
+                                "the sink read 9999 bytes, not 10000"),
+                               ("echo", ["pingpong", "127.0.0.1", fport, 5],
+                                "answer 0 is not the message sent"),
+                               ("echo", ["rr", "127.0.0.1", fport, 1],
+                                "answer 0 is not the message sent"),
+                               ("echo", ["echo", "127.0.0.1", fport, 5, 2],
+                                "answer 0 is not the message sent")):
+        t = threading.Thread(target=serve_fake, args=(mode,), daemon=True)
+        t.start()
+        r = run(tool, *argv)
+        t.join(timeout=10)
+        check(r.returncode == 1 and reason in r.stderr,
+              "%s against a wrong %s exits 1 with '%s' (%d: %s)" %
+              (argv[0], mode, reason, r.returncode, r.stderr.strip()))
+    fake.close()
 
     # Refused connection: exit 1 and the failing call named.
     r = run(tool, "pingpong", "127.0.0.1", port + 1, 5)
