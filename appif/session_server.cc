@@ -133,6 +133,8 @@ struct SessionServer::Qp {
   Mapping shm;
   SpscRing<Sqe> sq;
   SpscRing<Rqe> rq;
+  QpNotify* notify = nullptr;  // in `shm`
+  uint64_t writes_placed = 0;  // loopback: our copy of notify->writes_placed
   QpState state = QpState::kIdle;
   Qp* peer = nullptr;
   uint32_t request_id = 0;  // while connecting
@@ -839,6 +841,9 @@ int SessionServer::DoCreateQp(Session* s, const Message& req, size_t len, Messag
   qp->rq = SpscRing<Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
   qp->sq.Init();
   qp->rq.Init();
+  qp->notify = reinterpret_cast<QpNotify*>(qp->shm.data() + layout.notify_offset());
+  qp->notify->writes_placed.store(0, std::memory_order_relaxed);
+  qp->notify->waiter.store(0, std::memory_order_relaxed);
   out_fd->Reset(dup(qp->shm.fd()));
   SetBody(resp, CreateQpResp{qp->id, layout.sq_depth, layout.rq_depth, 0, layout.bytes()});
   Add(counters_->mapped_bytes, qp->shm.mapped_bytes());
@@ -1338,6 +1343,7 @@ int SessionServer::PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa,
   ctx->sq.AttachAsConsumer();
   ctx->rq = SpscRing<Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
   ctx->rq.AttachAsConsumer();
+  ctx->notify = qp->notify;
   engine::QpOptions o;
   o.mpa = mpa;
   o.pd = qp->pd;
@@ -1433,6 +1439,18 @@ bool SessionServer::PostCqe(Cq* cq, const Cqe& cqe) {
 
 void SessionServer::WakeCq(Cq* cq) {
   if (cq->ring.TakeWakeRequest()) Ring(cq->eventfd.get());
+}
+
+// A loopback RDMA Write was placed into `qp`'s memory: as the worker does for
+// wire QPs (WireEngine::PublishWrites), count it in the notify block and ring
+// the receive CQ's eventfd if the application sleeps on it.
+void SessionServer::PublishWrite(Qp* qp) {
+  qp->notify->writes_placed.store(++qp->writes_placed, std::memory_order_release);
+  FenceBeforeWaitCheck();
+  if (qp->notify->waiter.load(std::memory_order_relaxed) != 0 &&
+      qp->notify->waiter.exchange(0, std::memory_order_acq_rel) != 0) {
+    Ring(qp->rcq->eventfd.get());
+  }
 }
 
 // ---- data path ----------------------------------------------------------------------
@@ -1604,6 +1622,7 @@ bool SessionServer::ExecuteSqe(Qp* qp, const Sqe& sqe) {
         CopySg(&remote, 1, local, nlocal);
       }
     }
+    if (IsWriteOpcode(op)) PublishWrite(peer);
     Add(counters_->bytes_moved, total);
     Add(counters_->wrs_completed, 1);
     if (signaled) PostCqe(qp->scq, cqe);

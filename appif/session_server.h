@@ -189,6 +189,7 @@ class SessionServer {
   bool PostCqe(Cq* cq, const Cqe& cqe);
   void PostEvent(Session* s, const Event& ev);
   void WakeCq(Cq* cq);
+  void PublishWrite(Qp* qp);  // a loopback RDMA Write landed in qp
   void RebuildPollList();
 
   SessionServerOptions options_;

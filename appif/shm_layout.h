@@ -11,6 +11,7 @@
 #ifndef IWARPD_APPIF_SHM_LAYOUT_H_
 #define IWARPD_APPIF_SHM_LAYOUT_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -18,7 +19,8 @@
 
 namespace iwarp::appif {
 
-inline constexpr uint32_t kAbiVersion = 2;  // 2: transport in ListenReq / ConnectReq
+// 2: transport in ListenReq / ConnectReq; 3: QpNotify after the RQ.
+inline constexpr uint32_t kAbiVersion = 3;
 inline constexpr uint32_t kMaxSge = 4;
 // RFC 5044 7.1: MPA allows 512; deployed peers (siw, cxgb4) take 256.
 inline constexpr uint32_t kMaxPrivateData = 256;
@@ -142,13 +144,32 @@ inline constexpr uint32_t kEvMpaRxMarkers = 1u << 3;   // the peer inserts Marke
 inline constexpr uint32_t kEvMpaSctp = 1u << 4;        // RDMA over SCTP (RFC 5043): no MPA at all
 static_assert(sizeof(Event) == 32 + kMaxPrivateData);
 
-// Layout of a QP's memfd: SQ ring, then RQ ring.
+// Placement notification of a QP (after its RQ). RFC 5040 gives the Data
+// Sink of an RDMA Write no completion, so the daemon counts the Write
+// messages it placed into this QP's memory: `writes_placed` moves (release)
+// once the last DDP segment of a Write was placed, every earlier segment of
+// it before that. The application sets `waiter` before it sleeps on its
+// receive CQ's eventfd and re-reads the count (the ring doorbell handshake of
+// spsc_ring.h); the daemon, after publishing a new count, clears `waiter`
+// and rings that eventfd. The daemon keeps its own copy of the count and only
+// ever stores it here, so an application scribbling on this block fools
+// nobody but itself.
+struct QpNotify {
+  alignas(kCacheLine) std::atomic<uint64_t> writes_placed;  // daemon writes
+  alignas(kCacheLine) std::atomic<uint32_t> waiter;         // app sets, daemon clears
+};
+static_assert(sizeof(QpNotify) == 2 * kCacheLine);
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "shared-memory atomics must be address-free");
+
+// Layout of a QP's memfd: SQ ring, RQ ring, then the QpNotify block.
 struct QpLayout {
   uint32_t sq_depth = 0;
   uint32_t rq_depth = 0;
   size_t sq_offset() const { return 0; }
   size_t rq_offset() const { return RingBytes<Sqe>(sq_depth); }
-  size_t bytes() const { return rq_offset() + RingBytes<Rqe>(rq_depth); }
+  size_t notify_offset() const { return rq_offset() + RingBytes<Rqe>(rq_depth); }
+  size_t bytes() const { return notify_offset() + sizeof(QpNotify); }
 };
 
 }  // namespace iwarp::appif

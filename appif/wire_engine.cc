@@ -933,8 +933,23 @@ uint32_t WireEngine::PollQp(WireQpContext* qp) {
   if (st != engine::QpState::kTerminating && !engine::QpEnded(st)) work += FeedRq(qp);
   work += FeedSq(qp);
   work += MoveCompletions(qp);
+  PublishWrites(qp);
   if (engine::QpEnded(qp->engine->state())) work += FlushRings(qp);
   return work;
+}
+
+// RDMA Writes placed since the last poll: the count goes to the QP's notify
+// block and, if the application sleeps on it, its receive CQ's eventfd rings.
+void WireEngine::PublishWrites(WireQpContext* qp) {
+  const uint64_t placed = qp->engine->stats().writes_placed;
+  if (placed == qp->writes_published || qp->notify == nullptr) return;
+  qp->writes_published = placed;
+  qp->notify->writes_placed.store(placed, std::memory_order_release);
+  FenceBeforeWaitCheck();
+  if (qp->notify->waiter.load(std::memory_order_relaxed) != 0 &&
+      qp->notify->waiter.exchange(0, std::memory_order_acq_rel) != 0 && qp->rcq != nullptr) {
+    RingEventfd(qp->rcq->eventfd);
+  }
 }
 
 uint32_t WireEngine::PostReceives() {

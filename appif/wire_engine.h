@@ -101,10 +101,14 @@ struct WireQpContext final : engine::QpObserver {
   SpscRing<Rqe> rq;
   WireCq* scq = nullptr;
   WireCq* rcq = nullptr;
+  // The QP's placement notification (in the QP's memfd; may be null in
+  // tests): PollQp publishes the engine's writes_placed there.
+  QpNotify* notify = nullptr;
   std::unique_ptr<engine::Qp> engine;
   // Worker-owned state.
   WireEngine* owner = nullptr;
   uint32_t pending_slot = UINT32_MAX;  // passive: the proxy that feeds it
+  uint64_t writes_published = 0;       // the count last stored in notify
   bool in_active_list = false;
   bool established = false;
   bool failed_reported = false;
@@ -352,6 +356,7 @@ class WireEngine final : private engine::MemoryDomain {
   uint32_t FeedSq(WireQpContext* qp);
   uint32_t FeedRq(WireQpContext* qp);
   uint32_t MoveCompletions(WireQpContext* qp);
+  void PublishWrites(WireQpContext* qp);
   uint32_t FlushRings(WireQpContext* qp);
   bool PushCqe(WireCq* cq, const Cqe& cqe);
   // The completion of a malformed SQE/RQE (LOC_QP_OP_ERR); false if `cq`

@@ -8,6 +8,9 @@
 // named counter.
 //
 // Own binary: it replaces global operator new (alloc_counter_dep).
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +49,7 @@ struct AppQp {
   SpscRing<Rqe> rq;
   SpscRing<Cqe> cq;  // application: consumer
   WireCq wcq;
+  UniqueFd cq_eventfd;  // the application's CQ eventfd
   std::unique_ptr<WireQpContext> ctx;
   uint32_t stag = 0;
   uint64_t base_to = 0x7000'0000;
@@ -65,6 +69,8 @@ struct AppQp {
     wcq.id = qp_id;
     wcq.ring = SpscRing<Cqe>(cq_mem.get(), 2 * kDepth);
     wcq.ring.AttachAsProducer();
+    cq_eventfd.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    wcq.eventfd = cq_eventfd.get();
     ctx = std::make_unique<WireQpContext>();
     ctx->qp_id = qp_id;
     ctx->owner = &e;
@@ -74,6 +80,7 @@ struct AppQp {
     ctx->rq.AttachAsConsumer();
     ctx->scq = &wcq;
     ctx->rcq = &wcq;
+    ctx->notify = Notify();
     engine::QpOptions o;
     o.mpa.crc = true;
     o.mpa.want_markers = markers;
@@ -85,6 +92,12 @@ struct AppQp {
     ctx->engine = *engine::Qp::Create(o, e.stack(), e.memory(), *ctx);
     ctx->InitSlots(kDepth);
     stag = ddp::MakeStag(stag_index, 0x42);
+  }
+  QpNotify* Notify() { return reinterpret_cast<QpNotify*>(qp_mem.get() + layout.notify_offset()); }
+  // What the CQ eventfd holds (0: not rung), emptying it.
+  uint64_t TakeDoorbell() {
+    uint64_t v = 0;
+    return read(cq_eventfd.get(), &v, sizeof(v)) == sizeof(v) ? v : 0;
   }
   WireCommand RegCommand(uint32_t pd) const {
     WireCommand c;
@@ -258,6 +271,64 @@ TEST_F(WireEngineTest, SteadyStateSendWriteReadThroughRingsAllocatesNothing) {
   EXPECT_EQ(ea_->stats().wrs_posted, 27u);
   EXPECT_EQ(eb_->stats().recvs_posted, 9u);
   EXPECT_EQ(ea_->stats().events_dropped + eb_->stats().events_dropped, 0u);
+}
+
+// The Data Sink of an RDMA Write gets no completion (RFC 5040), so the
+// worker counts placed Writes in the QP's notify block. The count moves only
+// once every byte of the Write is in memory (checked after every step of a
+// multi-segment Write), rings the CQ eventfd only for an application that
+// announced it sleeps (and clears that), counts a zero-length Write, and
+// ignores Sends.
+TEST_F(WireEngineTest, PlacedWritesAreCountedOnceWholeAndRingOnlyASleeper) {
+  constexpr uint32_t kLen = 200 * 1000;  // ~140 segments at this MSS
+  for (uint32_t i = 0; i < kRegion; ++i) a_.region.get()[i] = static_cast<uint8_t>(i * 5 + 3);
+  QpNotify* n = b_.Notify();
+  ASSERT_EQ(n->writes_placed.load(), 0u);
+  n->waiter.store(1);
+  ASSERT_TRUE(a_.sq.Push(MakeSqe(1, WrOpcode::kRdmaWrite, a_, kLen, &b_)));
+  uint32_t steps_before_whole = 0;
+  for (int i = 0; i < 200000 && n->writes_placed.load() == 0; ++i) {
+    Step();
+    if (n->writes_placed.load() == 0) {
+      ++steps_before_whole;
+    } else {
+      ASSERT_EQ(std::memcmp(a_.region.get(), b_.region.get(), kLen), 0) << "counted before whole";
+    }
+  }
+  ASSERT_EQ(n->writes_placed.load(), 1u);
+  EXPECT_GT(steps_before_whole, 1u);  // it did take several steps to arrive
+  EXPECT_EQ(n->waiter.load(), 0u);
+  EXPECT_EQ(b_.TakeDoorbell(), 1u);
+  Cqe c;
+  ASSERT_EQ(Reap(a_, &c, 1), 1u);
+  EXPECT_EQ(c.status, static_cast<uint8_t>(WcStatus::kSuccess));
+
+  // Nobody waits: counted, no doorbell. A zero-length Write counts too.
+  ASSERT_TRUE(a_.sq.Push(MakeSqe(2, WrOpcode::kRdmaWrite, a_, 0, &b_)));
+  ASSERT_EQ(Reap(a_, &c, 1), 1u);
+  for (int i = 0; i < 100; ++i) Step();
+  EXPECT_EQ(n->writes_placed.load(), 2u);
+  EXPECT_EQ(b_.TakeDoorbell(), 0u);
+
+  // A Send is not a Write.
+  Rqe r;
+  r.wr_id = 9;
+  r.num_sge = 1;
+  r.sge[0] = Sge{b_.base_to, kRegion, b_.stag};
+  ASSERT_TRUE(b_.rq.Push(r));
+  eb_->PostReceives();
+  ASSERT_TRUE(a_.sq.Push(MakeSqe(3, WrOpcode::kSend, a_, 64, nullptr)));
+  ASSERT_EQ(Reap(b_, &c, 1), 1u);
+  EXPECT_EQ(c.opcode, static_cast<uint8_t>(WcOpcode::kRecv));
+  EXPECT_EQ(n->writes_placed.load(), 2u);
+  EXPECT_EQ(b_.ctx->engine->stats().writes_placed, 2u);
+  // The count is the worker's own: what the application scribbles there is
+  // overwritten by the next Write, not added to.
+  n->writes_placed.store(1000);
+  ASSERT_TRUE(a_.sq.Push(MakeSqe(4, WrOpcode::kRdmaWrite, a_, 64, &b_)));
+  ASSERT_EQ(Reap(a_, &c, 1), 1u);
+  for (int i = 0; i < 100; ++i) Step();
+  EXPECT_EQ(n->writes_placed.load(), 3u);
 }
 
 // SG lists through the rings: a Send gathered from 4 SGEs (one empty) into

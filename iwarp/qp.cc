@@ -923,15 +923,21 @@ struct Qp::Impl final : public mpa::UlpduSink {
     const ByteSpan payload = ulpdu.subspan(v.header.size());
     switch (v.opcode) {
       case rdmap::Opcode::kRdmaWrite: {
-        if (payload.empty()) return;
-        MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
-        if (mem.size() < v.placement.offset + payload.size()) {
-          ++qp.stats_.local_errors;
-          SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
-          return;
+        if (!payload.empty()) {
+          MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
+          if (mem.size() < v.placement.offset + payload.size()) {
+            ++qp.stats_.local_errors;
+            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+            return;
+          }
+          Place(mem, v.placement.offset, payload);
         }
-        Place(mem, v.placement.offset, payload);
-        if (v.header.last) ++qp.stats_.messages_in;
+        if (v.header.last) {
+          // The LLP delivers in order, so every earlier segment of this
+          // Write is placed too (a zero-length Write counts as well).
+          ++qp.stats_.messages_in;
+          ++qp.stats_.writes_placed;
+        }
         return;
       }
       case rdmap::Opcode::kReadResponse: {

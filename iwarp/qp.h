@@ -423,6 +423,8 @@ class QpObserver {
   X(bytes_placed)            \
   X(bytes_sent)              \
   X(messages_in)             \
+  /* RDMA Write messages placed whole (last segment in) as Data Sink */ \
+  X(writes_placed)           \
   X(tx_blocked)              \
   X(terminates_sent)         \
   X(terminates_received)     \

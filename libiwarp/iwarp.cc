@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -74,6 +75,8 @@ struct iwarp_qp {
   ai::Mapping shm;
   ai::SpscRing<ai::Sqe> sq;
   ai::SpscRing<ai::Rqe> rq;
+  ai::QpNotify* notify;  // in shm
+  iwarp_cq* rcq;         // its eventfd carries the notify doorbell
 };
 
 iwarp_session::~iwarp_session() {
@@ -82,6 +85,12 @@ iwarp_session::~iwarp_session() {
 }
 
 namespace {
+
+int64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
 
 // One request/response exchange. Returns 0 or -errno; `resp_fd` receives a
 // descriptor if the daemon sent one.
@@ -338,6 +347,49 @@ int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
   }
 }
 
+uint64_t iwarp_qp_writes_placed(const iwarp_qp* qp) {
+  return qp->notify->writes_placed.load(std::memory_order_acquire);
+}
+
+int iwarp_qp_wait_writes(iwarp_qp* qp, uint64_t seen, int timeout_ms) {
+  ai::QpNotify* n = qp->notify;
+  const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
+  for (;;) {
+    if (n->writes_placed.load(std::memory_order_acquire) != seen) return 0;
+    // The doorbell handshake of spsc_ring.h: announce, fence, check again.
+    n->waiter.store(1, std::memory_order_relaxed);
+    ai::FenceBeforeWaitCheck();
+    if (n->writes_placed.load(std::memory_order_acquire) != seen) {
+      n->waiter.store(0, std::memory_order_relaxed);
+      return 0;
+    }
+    int wait_ms = -1;
+    if (deadline_ms >= 0) {
+      const int64_t left = deadline_ms - MonotonicMs();
+      if (left <= 0) {
+        n->waiter.store(0, std::memory_order_relaxed);
+        return -ETIMEDOUT;
+      }
+      wait_ms = static_cast<int>(left);
+    }
+    pollfd p[2] = {{qp->rcq->eventfd.get(), POLLIN, 0}, {qp->s->sock.get(), POLLRDHUP, 0}};
+    const int r = poll(p, 2, wait_ms);
+    if (r < 0 && errno != EINTR) {
+      n->waiter.store(0, std::memory_order_relaxed);
+      return -errno;
+    }
+    if (r > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) {
+      qp->s->dead = true;
+      n->waiter.store(0, std::memory_order_relaxed);
+      return n->writes_placed.load(std::memory_order_acquire) != seen ? 0 : -EPIPE;
+    }
+    if (r > 0 && (p[0].revents & POLLIN) != 0) {
+      uint64_t v;
+      [[maybe_unused]] const ssize_t got = read(qp->rcq->eventfd.get(), &v, sizeof(v));
+    }
+  }
+}
+
 int iwarp_create_qp(iwarp_session* s, const iwarp_qp_attr* attr, iwarp_qp** out) {
   *out = nullptr;
   if (attr->send_cq == nullptr || attr->recv_cq == nullptr) return -EINVAL;
@@ -358,10 +410,11 @@ int iwarp_create_qp(iwarp_session* s, const iwarp_qp_attr* attr, iwarp_qp** out)
   }
   auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, layout.bytes());
   if (!m.ok()) return -EPROTO;
-  auto qp = new (std::nothrow) iwarp_qp{s, r.qp, std::move(*m), {}, {}};
+  auto qp = new (std::nothrow) iwarp_qp{s, r.qp, std::move(*m), {}, {}, nullptr, attr->recv_cq};
   if (qp == nullptr) return -ENOMEM;
   qp->sq = ai::SpscRing<ai::Sqe>(qp->shm.data() + layout.sq_offset(), layout.sq_depth);
   qp->rq = ai::SpscRing<ai::Rqe>(qp->shm.data() + layout.rq_offset(), layout.rq_depth);
+  qp->notify = reinterpret_cast<ai::QpNotify*>(qp->shm.data() + layout.notify_offset());
   qp->sq.AttachAsProducer();
   qp->rq.AttachAsProducer();
   s->qps.insert(qp);

@@ -281,6 +281,21 @@ uint32_t iwarp_qp_id(const struct iwarp_qp* qp);
 int iwarp_post_send(struct iwarp_qp* qp, const struct iwarp_send_wr* wrs, uint32_t n);
 int iwarp_post_recv(struct iwarp_qp* qp, const struct iwarp_recv_wr* wrs, uint32_t n);
 
+/* RDMA Writes the peer placed into this QP's memory. RFC 5040 gives the
+ * Data Sink of an RDMA Write no completion; the daemon counts each Write
+ * message once its last DDP segment is placed (every earlier byte of it is
+ * then in memory, loads after this call see it). A zero-length Write counts.
+ * A plain load from shared memory: no system call. */
+uint64_t iwarp_qp_writes_placed(const struct iwarp_qp* qp);
+/* Blocks until iwarp_qp_writes_placed(qp) differs from `seen`, so that an
+ * application waiting for a peer's Write (a flag at the end of a buffer,
+ * say) can sleep instead of spinning on the byte beside the daemon's busy
+ * worker: 0 once it moved, -ETIMEDOUT after `timeout_ms` (-1 waits forever),
+ * -EPIPE when the daemon is gone. It sleeps on the eventfd of the QP's
+ * receive CQ, so it counts as a wait on that CQ: one thread at a time waits
+ * on a CQ, with iwarp_cq_wait or this. */
+int iwarp_qp_wait_writes(struct iwarp_qp* qp, uint64_t seen, int timeout_ms);
+
 /* Connection management (events arrive through iwarp_get_event). */
 int iwarp_listen(struct iwarp_session* s, const struct iwarp_addr* addr, uint32_t* listener_id);
 int iwarp_unlisten(struct iwarp_session* s, uint32_t listener_id);

@@ -74,6 +74,11 @@ class Qp {
                               static_cast<uint32_t>(private_data.size()), &opts);
   }
   int Disconnect() { return iwarp_disconnect(qp_); }
+  // RDMA Writes the peer placed here (see iwarp_qp_writes_placed).
+  uint64_t WritesPlaced() const { return iwarp_qp_writes_placed(qp_); }
+  int WaitWrites(uint64_t seen, int timeout_ms) {
+    return iwarp_qp_wait_writes(qp_, seen, timeout_ms);
+  }
   uint32_t id() const { return iwarp_qp_id(qp_); }
   iwarp_qp* get() const { return qp_; }
   void Reset() {

@@ -367,6 +367,57 @@ TEST_F(Loopback, BlockingWaitWakesOnCompletion) {
   EXPECT_GE(host_.stats().doorbells, doorbells + 1);
 }
 
+// RFC 5040 gives the target of an RDMA Write no completion; the QP's
+// placed-Write count stands in. A sleeping waiter is woken by the Write
+// (not by its timeout), sees every byte, and the count is 1; a zero-length
+// Write counts, a Send does not, and a wait with nothing coming times out.
+TEST_F(Loopback, WaitWritesSleepsUntilAPeerWriteIsPlaced) {
+  Connect();
+  ASSERT_EQ(iwarp_qp_writes_placed(a_.qp), 0u);
+  for (int i = 0; i < 4096; ++i) b_.mem[i] = static_cast<uint8_t>(i * 3 + 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    b_.Post(1, IWARP_WR_RDMA_WRITE, b_.mr.addr, 4096, b_.mr.stag, a_.mr.addr + 8192, a_.mr.stag);
+  });
+  EXPECT_EQ(iwarp_qp_wait_writes(a_.qp, 0, 5000), 0);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  writer.join();
+  EXPECT_GE(waited, std::chrono::milliseconds(140));
+  EXPECT_LT(waited, std::chrono::milliseconds(2000));  // woken, not timed out
+  EXPECT_EQ(iwarp_qp_writes_placed(a_.qp), 1u);
+  EXPECT_EQ(std::memcmp(a_.mem + 8192, b_.mem, 4096), 0);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_SUCCESS);
+  // The writer's own QP placed nothing.
+  EXPECT_EQ(iwarp_qp_writes_placed(b_.qp), 0u);
+
+  // Nothing more comes: a timeout, and the count is unchanged.
+  EXPECT_EQ(iwarp_qp_wait_writes(a_.qp, 1, 50), -ETIMEDOUT);
+  // A Send completes a receive; it is not a Write.
+  a_.PostRecv(7, a_.mr.addr, 64, a_.mr.stag);
+  b_.Post(2, IWARP_WR_SEND, b_.mr.addr, 16, b_.mr.stag);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(a_.Wc().wr_id, 7u);
+  EXPECT_EQ(iwarp_qp_writes_placed(a_.qp), 1u);
+  // A zero-length Write counts; a wait for a count already passed returns at once.
+  b_.Post(3, IWARP_WR_RDMA_WRITE, b_.mr.addr, 0, b_.mr.stag, a_.mr.addr, a_.mr.stag);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(iwarp_qp_wait_writes(a_.qp, 1, 5000), 0);
+  EXPECT_EQ(iwarp_qp_writes_placed(a_.qp), 2u);
+  // A zero timeout only looks.
+  EXPECT_EQ(iwarp_qp_wait_writes(a_.qp, 2, 0), -ETIMEDOUT);
+}
+
+// A Write that fails its checks (beyond the region) places nothing and is
+// not counted.
+TEST_F(Loopback, RefusedWriteIsNotCounted) {
+  Connect();
+  b_.Post(1, IWARP_WR_RDMA_WRITE, b_.mr.addr, 64, b_.mr.stag, a_.mr.addr + (1 << 16) - 32,
+          a_.mr.stag);
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(iwarp_qp_writes_placed(a_.qp), 0u);
+}
+
 TEST_F(Loopback, DaemonLossIsAnEventNotAHang) {
   Connect();
   host_.Stop();
@@ -377,6 +428,7 @@ TEST_F(Loopback, DaemonLossIsAnEventNotAHang) {
   }
   EXPECT_EQ(ev.type, IWARP_EVENT_DEVICE_FATAL);
   EXPECT_EQ(iwarp_cq_wait(b_.cq, 5000), -EPIPE);
+  EXPECT_EQ(iwarp_qp_wait_writes(b_.qp, 0, 5000), -EPIPE);
   uint32_t pd;
   EXPECT_EQ(iwarp_alloc_pd(b_.s, &pd), -EPIPE);
 }

@@ -121,6 +121,7 @@ class WireSctpTest : public ::testing::Test {
     auto rdata = Pattern(n, static_cast<uint32_t>(n) + 2);
     std::memcpy(s.mem, rdata.data(), n);
     std::memset(c.mem + half, 0xCD, n + 1);
+    const uint64_t placed_before = iwarp_qp_writes_placed(s.qp);
     c.Post(*id, IWARP_WR_RDMA_WRITE, csrc, static_cast<uint32_t>(n), c.mr.stag, ssink + 7,
            s.mr.stag);
     c.Post(*id + 1, IWARP_WR_RDMA_READ, csink, static_cast<uint32_t>(n), c.mr.stag, ssrc,
@@ -135,6 +136,9 @@ class WireSctpTest : public ::testing::Test {
     EXPECT_EQ(wc.wr_id, *id + 1);
     EXPECT_EQ(wc.byte_len, n);
     *id += 2;
+    // The server's QP counted the Write placed (also a zero-length one).
+    EXPECT_EQ(iwarp_qp_wait_writes(s.qp, placed_before, 5000), 0);
+    EXPECT_EQ(iwarp_qp_writes_placed(s.qp), placed_before + 1);
     EXPECT_EQ(std::memcmp(s.mem + half + 7, data.data(), n), 0);
     for (size_t i = 0; i < 7; ++i) ASSERT_EQ(s.mem[half + i], 0xAB);
     for (size_t i = 0; i < 9; ++i) ASSERT_EQ(s.mem[half + 7 + n + i], 0xAB);

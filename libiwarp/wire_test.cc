@@ -7,9 +7,12 @@
 #include <errno.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "appif/wire_test_util.h"
@@ -180,6 +183,65 @@ INSTANTIATE_TEST_SUITE_P(Mpa, WireTest,
 
 class Wire : public WireTest {};
 INSTANTIATE_TEST_SUITE_P(Default, Wire, ::testing::Values(WireParams{true, false}));
+
+// The target of an RDMA Write gets no completion (RFC 5040); the worker
+// counts placed Writes in the QP's shared memory and rings a sleeping
+// application's receive CQ eventfd. A 1 MiB Write wakes a sleeper once it is
+// whole (every byte checked at the wake-up), then 300 round trips of
+// write_lat-style ping-pong, both sides sleeping in iwarp_qp_wait_writes:
+// no wake-up is lost (each wait has 10 s) and every count matches.
+TEST_P(Wire, WaitWritesWakesWhenAWriteIsPlacedWhole) {
+  constexpr uint32_t kLen = 1 << 20;
+  OpenApps(2 * kLen);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  App& s = *server_;
+  auto data = Pattern(kLen, 77);
+  std::memcpy(c.mem, data.data(), kLen);
+  ASSERT_EQ(iwarp_qp_writes_placed(s.qp), 0u);
+  bool whole_at_wake = false;
+  int wait_status = 1;
+  std::thread waiter([&] {
+    wait_status = iwarp_qp_wait_writes(s.qp, 0, 10000);
+    whole_at_wake = std::memcmp(s.mem + kLen, data.data(), kLen) == 0;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // asleep by now
+  c.Post(1, IWARP_WR_RDMA_WRITE, c.mr.addr, kLen, c.mr.stag, s.mr.addr + kLen, s.mr.stag);
+  EXPECT_EQ(c.Wc().status, IWARP_WC_SUCCESS);
+  waiter.join();
+  EXPECT_EQ(wait_status, 0);
+  EXPECT_TRUE(whole_at_wake);
+  EXPECT_EQ(iwarp_qp_writes_placed(s.qp), 1u);
+
+  constexpr int kRounds = 300;
+  std::atomic<int> server_fail{0};
+  std::thread pong([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      if (iwarp_qp_wait_writes(s.qp, 1 + i, 10000) != 0 ||
+          s.mem[kLen + 63] != static_cast<uint8_t>(i + 1)) {
+        server_fail = i + 1;
+        return;
+      }
+      s.mem[63] = static_cast<uint8_t>(i + 1);
+      s.Post(100 + i, IWARP_WR_RDMA_WRITE, s.mr.addr, 64, s.mr.stag, c.mr.addr + kLen, c.mr.stag);
+      if (s.Wc().status != IWARP_WC_SUCCESS) {
+        server_fail = i + 1;
+        return;
+      }
+    }
+  });
+  for (int i = 0; i < kRounds && server_fail == 0; ++i) {
+    c.mem[63] = static_cast<uint8_t>(i + 1);
+    c.Post(1000 + i, IWARP_WR_RDMA_WRITE, c.mr.addr, 64, c.mr.stag, s.mr.addr + kLen, s.mr.stag);
+    ASSERT_EQ(c.Wc().status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(iwarp_qp_wait_writes(c.qp, i, 10000), 0) << "round " << i;
+    ASSERT_EQ(c.mem[kLen + 63], static_cast<uint8_t>(i + 1));
+  }
+  pong.join();
+  EXPECT_EQ(server_fail, 0);
+  EXPECT_EQ(iwarp_qp_writes_placed(s.qp), 1u + kRounds);
+  EXPECT_EQ(iwarp_qp_writes_placed(c.qp), uint64_t{kRounds});
+}
 
 TEST_P(Wire, RejectCarriesPrivateDataToTheInitiator) {
   OpenApps(1 << 16);

@@ -43,7 +43,11 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             64-byte ping-pong over TCP, median and minimum.
                             The minimum shows the path's cost when no other
                             process held the core; the median includes the
-                            scheduler's share on a loaded machine.
+                            scheduler's share on a loaded machine. write_lat
+                            sleeps until the daemon counts the peer's Write
+                            placed (iwarp_qp_wait_writes); the --poll-byte
+                            rows run it again polling the buffer's last byte
+                            (as perftest), beside the same kernel figures.
 
 The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
 C++, one system call per message, blocking sockets; next to --perf unless
@@ -139,10 +143,10 @@ def pinned(args, cpu):
     return ["taskset", "-c", str(cpu)] if args.pin else []
 
 
-def perf_pair(args, a, b, test, size, iters):
-    """Runs one iwarp-perf test (server on a, client on b); returns the
-    client's result row as floats."""
-    common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)]
+def perf_pair(args, a, b, test, size, iters, extra=()):
+    """Runs one iwarp-perf test (server on a, client on b, both with the
+    options in `extra`); returns the client's result row as floats."""
+    common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)] + list(extra)
     if test.endswith("_bw"):
         common += ["-q", str(DEPTH)]
     server = subprocess.Popen(pinned(args, SERVER_CPU) + [args.perf] + common + ["-S", a.socket()],
@@ -185,8 +189,9 @@ def iwarpd_runs(args, with_small):
             out["s64"] = perf_pair(args, a, b, "send_bw", 64, args.count_send)[3] * 1e6
             # Row: bytes, iterations, t_min, t_max, t_typical (median), ...;
             # half the round trip for these two tests.
-            for key, test in (("slat", "send_lat"), ("wlat", "write_lat")):
-                row = perf_pair(args, a, b, test, 64, args.count_lat)
+            for key, test, extra in (("slat", "send_lat", ()), ("wlat", "write_lat", ()),
+                                     ("wlatp", "write_lat", ("--poll-byte",))):
+                row = perf_pair(args, a, b, test, 64, args.count_lat, extra)
                 out[key] = row[4] * 2
                 out[key + "_min"] = row[2] * 2
         return out
@@ -382,7 +387,11 @@ def run_all(args, links):
                          ("write_lat 64 B RTT median, memif (us)", ours["wlat"], kern["wlat"],
                           False, old.get("wlat")),
                          ("write_lat 64 B RTT min, memif (us)", ours["wlat_min"],
-                          kern["wlat_min"], False, old.get("wlat_min"))]
+                          kern["wlat_min"], False, old.get("wlat_min")),
+                         ("write_lat --poll-byte RTT median, memif (us)", ours["wlatp"],
+                          kern["wlat"], False, old.get("wlatp")),
+                         ("write_lat --poll-byte RTT min, memif (us)", ours["wlatp_min"],
+                          kern["wlat_min"], False, old.get("wlatp_min"))]
         elif "memif" in links:
             notes.append("MTU %d: no memif rows (DPDK 22.11 net_memif carries at most 1518-byte "
                          "frames; iwarpd refuses the port at start-up)" % mtu)

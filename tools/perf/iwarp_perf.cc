@@ -107,6 +107,9 @@ struct Options {
   uint32_t cq_mod = 1;
   bool all_sizes = false;
   bool verify = false;
+  // write_lat: poll the last byte of the buffer (as perftest) instead of
+  // sleeping on the QP's placed-Write count (iwarp_qp_wait_writes).
+  bool poll_byte = false;
   bool crc = false;
   bool markers = false;
   uint32_t transport = IWARP_TRANSPORT_TCP;  // --transport: both sides name the same one
@@ -293,6 +296,28 @@ void WaitByte(const uint8_t* p, uint8_t want) {
   }
 }
 
+// write_lat: waits until the QP's count of placed RDMA Writes reaches
+// `target`, sleeping on the daemon's doorbell (RFC 5040 gives the Data Sink
+// of a Write no completion; iwarp_qp_wait_writes stands in), then checks the
+// Write's last byte. With --poll-byte it polls that byte instead.
+void WaitWrite(const Options& o, Side* side, uint64_t target, const uint8_t* last, uint8_t want) {
+  if (o.poll_byte) {
+    WaitByte(last, want);
+    return;
+  }
+  for (;;) {
+    const uint64_t placed = iwarp_qp_writes_placed(side->qp);
+    if (static_cast<int64_t>(placed - target) >= 0) break;
+    const int r = iwarp_qp_wait_writes(side->qp, placed, kIdleTimeoutMs);
+    if (r == -ETIMEDOUT) Die(kExitFailed, "RDMA Write did not arrive within %d s", kIdleTimeoutMs / 1000);
+    if (r < 0) Die(kExitFailed, "waiting for an RDMA Write: %s", strerror(-r));
+  }
+  const uint8_t got = iwarp::perf::LoadByte(last);
+  if (got != want) {
+    Die(kExitFailed, "an RDMA Write counted as placed ends in %u, not %u", got, want);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Server
 
@@ -403,9 +428,10 @@ int RunServer(const Options& o) {
         if (slots < 2) Die(kExitFailed, "write_lat needs two slots");
         for (uint64_t off = 0; off < size; ++off) src[off] = Pattern(0, off);
         PostCtrlRecv(&side);
+        const uint64_t base = iwarp_qp_writes_placed(side.qp);
         SendCtrl(&side, reply);
         for (uint64_t i = 0; i < iterations; ++i) {
-          WaitByte(side.mem + size - 1, Tag(i));
+          WaitWrite(o, &side, base + i + 1, side.mem + size - 1, Tag(i));
           src[size - 1] = Tag(i);
           PostSend(&side, i, IWARP_WR_RDMA_WRITE, reinterpret_cast<uintptr_t>(src), size,
                    h.addr + size, h.stag);
@@ -541,6 +567,10 @@ void PrintHeader(const Options& o, uint32_t mpa) {
   }
   printf(" Data verified   : %s\n", o.verify ? "yes" : "no");
   if (lat && o.test != Test::kReadLat) printf(" Latency         : half the round trip (as perftest)\n");
+  if (o.test == Test::kWriteLat) {
+    printf(" Write arrival   : %s\n", o.poll_byte ? "polling the last byte (--poll-byte)"
+                                                  : "the QP's placed-Write count (sleeps)");
+  }
   printf("---------------------------------------------------------------------------------------\n");
   if (lat) {
     printf(" #bytes     #iterations    t_min[usec]    t_max[usec]    t_typical[usec]  t_avg[usec]    "
@@ -746,17 +776,16 @@ int RunClient(const Options& o) {
       if (slots < 2) Die(kExitFailed, "write_lat needs two slots of %" PRIu64 " bytes", size);
       uint8_t* src = side.mem;
       const uint8_t* dst = side.mem + size;
+      const uint64_t base = iwarp_qp_writes_placed(side.qp);
       for (uint64_t i = 0; i < iters; ++i) {
         const uint64_t l0 = NowNs();
         src[size - 1] = Tag(i);
         PostSend(&side, i, IWARP_WR_RDMA_WRITE, side.mr.addr, size, w.addr, w.stag);
-        // As perftest: our Write's completion first, then the peer's byte.
+        // As perftest: our Write's completion first, then the peer's Write.
         // The completion comes with the TCP ACK, which the peer's Write
-        // usually carries, so this wait sleeps on the CQ until the pong
-        // arrives instead of napping beside a busy-polling worker (which
-        // cost ~35 us per round trip: RTT minimum 57 us against 21 us).
+        // usually carries, so by then the pong is usually placed too.
         WaitWc(side.scq, "write_lat ping");
-        WaitByte(dst + size - 1, Tag(i));
+        WaitWrite(o, &side, base + i + 1, dst + size - 1, Tag(i));
         row.usec.push_back(double(NowNs() - l0) / 2000.0);
       }
     }
@@ -814,6 +843,9 @@ void Usage(FILE* f) {
           "  -S, --socket PATH      iwarpd application socket (default $IWARPD_SOCKET or\n"
           "                         /run/iwarpd/iwarpd.sock)\n"
           "  -V, --verify           check every byte (client and server); slower\n"
+          "      --poll-byte        write_lat: poll the last byte of the buffer for the\n"
+          "                         peer's Write (as perftest) instead of sleeping until\n"
+          "                         the daemon counts it placed (iwarp_qp_wait_writes)\n"
           "      --crc, --markers   client: ask for MPA CRC / Markers on this connection\n"
           "                         (RFC 5044; otherwise the daemon's defaults apply). Only\n"
           "                         iWARP QPs to another daemon have MPA framing; loopback\n"
@@ -853,6 +885,7 @@ int main(int argc, char** argv) {
       {"markers", no_argument, nullptr, 'M'},     {"help", no_argument, nullptr, 'h'},
       {"transport", required_argument, nullptr, 'T'}, {"sctp", no_argument, nullptr, 'Z'},
       {"cq-mod", required_argument, nullptr, 'Q'},
+      {"poll-byte", no_argument, nullptr, 'P'},
       {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -896,6 +929,7 @@ int main(int argc, char** argv) {
         break;
       case 'S': o.socket = optarg; break;
       case 'V': o.verify = true; break;
+      case 'P': o.poll_byte = true; break;
       case 'C': o.crc = true; break;
       case 'M': o.markers = true; break;
       case 'T':

@@ -44,15 +44,22 @@ class WirePerf : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(WirePerf, ClientAndServerOnTwoDaemonsVerifyEveryByte) {
-  const std::string test = GetParam();
+  // "TEST [OPTION]": the option goes to both sides.
+  const std::string param = GetParam();
+  const size_t space = param.find(' ');
+  const std::string test = param.substr(0, space);
+  const std::string option = space == std::string::npos ? "" : param.substr(space + 1);
   const std::string port = "18600";
   const bool lat = test.find("_lat") != std::string::npos;
-  Child server({PerfBinary(), test, "-S", b_->host.socket_path(), "-p", port, "-s", "65536", "-n",
-                lat ? "200" : "400", "-V"});
+  std::vector<std::string> server_args = {PerfBinary(), test, "-S", b_->host.socket_path(), "-p",
+                                          port, "-s", "65536", "-n", lat ? "200" : "400", "-V"};
+  if (!option.empty()) server_args.push_back(option);
+  Child server(server_args);
   ASSERT_TRUE(server.ReadUntil("waiting for a client", 10000)) << server.output();
   std::vector<std::string> client_args = {PerfBinary(), test, "-S", a_->host.socket_path(), "-p",
                                           port, "-s", "65536", "-n", lat ? "200" : "400", "-V"};
   if (test == "send_bw") client_args.push_back("--markers");  // per-connection MPA option
+  if (!option.empty()) client_args.push_back(option);
   client_args.push_back("198.18.0.2");
   Child client(client_args);
   const int cst = client.Finish(60000);
@@ -67,6 +74,14 @@ TEST_P(WirePerf, ClientAndServerOnTwoDaemonsVerifyEveryByte) {
     EXPECT_NE(client.output().find("Markers         : peer sends"), std::string::npos)
         << client.output();
   }
+  if (test == "write_lat") {
+    // Both ways of learning that the peer's Write arrived, as asked.
+    EXPECT_NE(client.output().find(option == "--poll-byte"
+                                       ? "Write arrival   : polling the last byte"
+                                       : "Write arrival   : the QP's placed-Write count"),
+              std::string::npos)
+        << client.output();
+  }
   // The whole run went through the wire engines.
   EXPECT_GE(a_->host.stats().wire_connections, 1u);
   EXPECT_GE(b_->host.stats().wire_connections, 1u);
@@ -75,7 +90,7 @@ TEST_P(WirePerf, ClientAndServerOnTwoDaemonsVerifyEveryByte) {
 
 INSTANTIATE_TEST_SUITE_P(Tests, WirePerf,
                          ::testing::Values("write_bw", "read_bw", "send_bw", "write_lat",
-                                           "read_lat", "send_lat"));
+                                           "write_lat --poll-byte", "read_lat", "send_lat"));
 
 }  // namespace
 }  // namespace iwarp::appif
