@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -321,16 +322,21 @@ int iwarp_poll_cq(iwarp_cq* cq, iwarp_wc* wc, int max) {
 }
 
 int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
+  // One deadline for the whole call: a wake-up that finds nothing (a stale
+  // doorbell) must not restart the timeout.
+  const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
   for (;;) {
     if (cq->ring.Available() != 0) return 0;
     if (cq->ring.PrepareToWait()) {
       cq->ring.CancelWait();
       return 0;
     }
+    int wait_ms = -1;
+    if (deadline_ms >= 0) wait_ms = static_cast<int>(std::max<int64_t>(0, deadline_ms - MonotonicMs()));
     // The socket is watched for hang-up only: a response to another thread's
     // control call must not wake this wait.
     pollfd p[2] = {{cq->eventfd.get(), POLLIN, 0}, {cq->s->sock.get(), POLLRDHUP, 0}};
-    const int n = poll(p, 2, timeout_ms);
+    const int n = poll(p, 2, wait_ms);
     if (n < 0 && errno != EINTR) return -errno;
     if (n == 0) {
       cq->ring.CancelWait();
