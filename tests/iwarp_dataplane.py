@@ -103,7 +103,7 @@ class MemifDaemon:
 
     def __init__(self, args, name, ip, role, sock, services, iwarp="", impairment="",
                  tcp_extra="", main_lcore=0, worker_lcore=1, idle_sleep_us=50,
-                 memif_zero_copy=False):
+                 memif_zero_copy=False, delayed_ack_us=0):
         tag = "%s%d" % (name, os.getpid())
         self.args = args
         self.ns = "iwi_" + tag
@@ -118,6 +118,10 @@ class MemifDaemon:
         # A net_memif client that lends its own hugepage memory as the
         # link's buffers (zero-copy=yes; EAL --single-file-segments).
         self.memif_zero_copy = memif_zero_copy
+        # tcp.delayed_ack_us: 0 (ACK at the end of every receive burst) keeps
+        # the tests' round trips short; None leaves the daemon's default
+        # (what an operator runs; the benchmarks use it).
+        self.delayed_ack_us = delayed_ack_us
         self.proc = None
         self.ns_created = False
 
@@ -147,13 +151,14 @@ tcp:
   send_buffer_bytes: 1048576
   receive_buffer_bytes: 1048576
   max_ooo_segments: 1024
-  delayed_ack_us: 0
-%siwarp:
+%s%siwarp:
 %sservices:
 %s""" % (self.main_lcore, MEMORY_MB, self.prefix,
          "\n  extra_args: [\"--single-file-segments\"]" if zc else "", self.role, self.sock,
          ",zero-copy=yes" if zc else "", imp, self.ip,
-         self.worker_lcore, self.idle_sleep_us, self.tcp_extra,
+         self.worker_lcore, self.idle_sleep_us,
+         "" if self.delayed_ack_us is None else "  delayed_ack_us: %d\n" % self.delayed_ack_us,
+         self.tcp_extra,
          self.iwarp or "  qps_per_service: 4\n", self.services)
 
     def start(self):

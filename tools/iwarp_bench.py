@@ -18,7 +18,8 @@ bytes, in one run.
 The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
 C++, blocking sockets, one system call per message; the sink's byte count and
 every echo checked), iwarpd's by its own services; the daemons busy-poll one
-core each (A's worker on lcore 1, B's on lcore 0), so the machine must be
+core each (A's worker on lcore 1, B's on lcore 0) with the daemon's default
+TCP settings (tcp.delayed_ack_us 200, not the tests' 0), so the machine must be
 otherwise idle for figures worth comparing. Compare ratios, not absolute
 numbers.
 
@@ -95,11 +96,11 @@ def iwarpd_run(args, name, op, msg, count):
     a = iw.MemifDaemon(args, "ba", iw.A_IP, "server", sock, iw.responder_services(),
                        "  qps_per_service: 1\n  scratch_bytes: %d\n  recv_buffers: %d\n"
                        "  recv_buffer_bytes: 65536\n" % (DEPTH * 65536, DEPTH),
-                       main_lcore=0, worker_lcore=1, idle_sleep_us=0)
+                       main_lcore=0, worker_lcore=1, idle_sleep_us=0, delayed_ack_us=None)
     svc = iw.client(name, op, msg, count, DEPTH, verify=False, sha256=False).replace(
         "start_delay_ms: 300", "start_delay_ms: 500")
     b = iw.MemifDaemon(args, "bb", iw.B_IP, "client", sock, svc, main_lcore=1, worker_lcore=0,
-                       idle_sleep_us=0)
+                       idle_sleep_us=0, delayed_ack_us=None)
     try:
         a.start()
         b.start()
