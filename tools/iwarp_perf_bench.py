@@ -31,7 +31,14 @@ with the same pattern, in one run. Each row names the link iwarpd used:
 
   write_bw 4 KiB / 64 KiB   iwarp-perf write_bw, queue depth 16, MTU 1500
                             (memif and pcap/veth) and 9000 (pcap/veth)
-                            (goodput, MiB/s as iwarp-perf prints it).
+                            (goodput, MiB/s as iwarp-perf prints it). A
+                            completion per work request unless --cq-mod N
+                            (iwarp-perf -Q N). Measured pinned: -Q 16 (one
+                            completion per window) raised memif 4 KiB from
+                            ~700-850 to ~1100 MiB/s but halved vhost-tso
+                            64 KiB (the window drains before the application
+                            refills it); -Q 8 lowered every 64 KiB row and
+                            vhost-tso 4 KiB at MTU 9000; so 1 stays.
                             Kernel: one TCP connection, the same bytes in
                             writes of the same size, until the receiver has
                             read them all; the veth MTU is the same.
@@ -70,7 +77,7 @@ numbers (the load average is printed with the table).
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost,vhost-tso[,pcap]]
                       [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
-                      [--tcp-baseline PATH] [--pin] [--delayed-ack-us N]
+                      [--tcp-baseline PATH] [--pin] [--delayed-ack-us N] [--cq-mod N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
@@ -156,7 +163,7 @@ def perf_pair(args, a, b, test, size, iters, extra=()):
     options in `extra`); returns the client's result row as floats."""
     common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)] + list(extra)
     if test.endswith("_bw"):
-        common += ["-q", str(DEPTH)]
+        common += ["-q", str(DEPTH), "-Q", str(args.cq_mod)]
     server = subprocess.Popen(pinned(args, SERVER_CPU) + [args.perf] + common + ["-S", a.socket()],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -461,6 +468,9 @@ def main():
     ap.add_argument("--pin", action="store_true",
                     help="one core per node: server-side processes on CPU 1 (the server "
                          "daemon's worker), client-side on CPU 0, iwarpd's and the kernel's")
+    ap.add_argument("--cq-mod", type=int, default=1,
+                    help="bandwidth rows: iwarp-perf -Q N, a completion every N work requests "
+                    "(default 1)")
     ap.add_argument("--delayed-ack-us", type=int, default=None,
                     help="both daemons' tcp.delayed_ack_us (default: the daemon's own, 200)")
     ap.add_argument("--idle-sleep-us", type=int, default=0,
@@ -508,9 +518,10 @@ def main():
             notes.append("%s: iwarpd %s; baseline %s; kernel %s" % (
                 row[0], per_run([r[i][1] for r in runs]), per_run([r[i][4] for r in runs]),
                 per_run([r[i][2] for r in runs])))
-    print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d; the link in each row) vs "
+    print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d, a completion every %d; "
+          "the link in each row) vs "
           "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s%s%s" %
-          (DEPTH, " / ".join(loads),
+          (DEPTH, args.cq_mod, " / ".join(loads),
            "; medians of %d runs" % args.repeat if args.repeat > 1 else "",
            "; --pin: server-side processes on CPU %d, client-side on CPU %d (one core per node)"
            % (SERVER_CPU, CLIENT_CPU) if args.pin else "",
