@@ -14,7 +14,7 @@
 #        tools/bench.sh iwarp-perf [--count-4k N] [--count-64k N] [--count-send N]
 #                                  [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
 #                                  [--count-pcap-4k N] [--count-pcap-64k N] [--mtus 1500,9000]
-#                                  [--links memif,vhost[,pcap]] [--baseline-iwarpd PATH] [--pin]
+#                                  [--links memif,vhost[,pcap]] [--baseline-iwarpd PATH] [--no-pin]
 #          application QPs: iwarp-perf (libiwarp) server and client on two
 #          iwarpd daemons over net_memif (MTU 1500: write_bw 4 KiB and 64 KiB,
 #          send_bw 64 B message rate, send_lat and write_lat 64 B round trips)

@@ -77,7 +77,7 @@ numbers (the load average is printed with the table).
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost,vhost-tso[,pcap]]
                       [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
-                      [--tcp-baseline PATH] [--pin] [--delayed-ack-us N] [--cq-mod N]
+                      [--tcp-baseline PATH] [--no-pin] [--delayed-ack-us N] [--cq-mod N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
 say otherwise.
@@ -88,12 +88,14 @@ second repeat), in the same minutes and with the same iwarp-perf, and prints
 both with their ratio: the figure for a daemon change on this noisy machine.
 --repeat N runs everything N times and prints medians.
 
---pin places each node's processes on one core: the server daemon's worker,
-the iwarp-perf server and the kernel baseline's server on CPU 1; the client
-daemon's worker, the iwarp-perf client and the kernel baseline's client on
-CPU 0. Two daemons on one machine otherwise let an application land on the
-core of the other daemon's worker, which no single-daemon node has (send_bw
-64 B: ~82k msg/s in that placement, ~265k beside its own worker, measured).
+Each node's processes run on one core (the default; --no-pin turns it
+off): the server daemon's worker, the iwarp-perf server and the kernel
+baseline's server on CPU 1; the client daemon's worker, the iwarp-perf
+client and the kernel baseline's client on CPU 0. Two daemons on one
+machine otherwise let an application land on the core of the other
+daemon's worker, which no single-daemon node has (send_bw 64 B: ~82k msg/s
+in that placement, ~265k beside its own worker; unpinned, send_lat and
+write_lat round trips swing between ~33 and ~130 us from run to run).
 
 Needs root and hugepages (memif, vhost); prints the reason and exits 77
 otherwise. The pcap/veth rows need no hugepages.
@@ -465,9 +467,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=1,
                     help="run every row this many times (kernel, baseline, iwarpd in turn) "
                          "and print medians, with each run's figures in the notes")
-    ap.add_argument("--pin", action="store_true",
-                    help="one core per node: server-side processes on CPU 1 (the server "
-                         "daemon's worker), client-side on CPU 0, iwarpd's and the kernel's")
+    ap.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
+                    help="one core per node (the default; --no-pin: wherever the scheduler "
+                         "puts them): server-side processes on CPU 1 (the server daemon's "
+                         "worker), client-side on CPU 0, iwarpd's and the kernel's")
     ap.add_argument("--cq-mod", type=int, default=1,
                     help="bandwidth rows: iwarp-perf -Q N, a completion every N work requests "
                     "(default 1)")
@@ -524,7 +527,7 @@ def main():
           (DEPTH, args.cq_mod, " / ".join(loads),
            "; medians of %d runs" % args.repeat if args.repeat > 1 else "",
            "; --pin: server-side processes on CPU %d, client-side on CPU %d (one core per node)"
-           % (SERVER_CPU, CLIENT_CPU) if args.pin else "",
+           % (SERVER_CPU, CLIENT_CPU) if args.pin else "; --no-pin: unpinned",
            "; tcp.delayed_ack_us %s" % ("%d" % args.delayed_ack_us
                                         if args.delayed_ack_us is not None
                                         else "200 (the daemon's default)")))
