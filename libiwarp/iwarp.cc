@@ -332,7 +332,9 @@ int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
       return 0;
     }
     int wait_ms = -1;
-    if (deadline_ms >= 0) wait_ms = static_cast<int>(std::max<int64_t>(0, deadline_ms - MonotonicMs()));
+    if (deadline_ms >= 0) {
+      wait_ms = static_cast<int>(std::max<int64_t>(0, deadline_ms - MonotonicMs()));
+    }
     // The socket is watched for hang-up only: a response to another thread's
     // control call must not wake this wait.
     pollfd p[2] = {{cq->eventfd.get(), POLLIN, 0}, {cq->s->sock.get(), POLLRDHUP, 0}};

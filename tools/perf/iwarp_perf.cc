@@ -309,7 +309,9 @@ void WaitWrite(const Options& o, Side* side, uint64_t target, const uint8_t* las
     const uint64_t placed = iwarp_qp_writes_placed(side->qp);
     if (static_cast<int64_t>(placed - target) >= 0) break;
     const int r = iwarp_qp_wait_writes(side->qp, placed, kIdleTimeoutMs);
-    if (r == -ETIMEDOUT) Die(kExitFailed, "RDMA Write did not arrive within %d s", kIdleTimeoutMs / 1000);
+    if (r == -ETIMEDOUT) {
+      Die(kExitFailed, "RDMA Write did not arrive within %d s", kIdleTimeoutMs / 1000);
+    }
     if (r < 0) Die(kExitFailed, "waiting for an RDMA Write: %s", strerror(-r));
   }
   const uint8_t got = iwarp::perf::LoadByte(last);
