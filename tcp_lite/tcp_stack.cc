@@ -1763,8 +1763,13 @@ struct TcpStack::Impl {
       default: break;
     }
 
-    // Delayed ACK policy (RFC 5681 4.2, RFC 9293 3.8.6.3).
-    ++c.unacked_segments;
+    // Delayed ACK policy (RFC 5681 4.2, RFC 9293 3.8.6.3): an ACK for at
+    // least every second full-sized segment. A coalesced frame (the peer's
+    // TSO run arriving whole, LRO) counts as the segments it stands for, or a
+    // lone 64 KiB frame would wait for the delayed-ACK timer while the peer
+    // waits for its ACK.
+    const uint32_t full = std::max<uint32_t>(our_mss - (c.ts_ok ? kTsOptionBytes : 0), 1);
+    c.unacked_segments += std::max<uint32_t>((len + full - 1) / full, 1);
     if (any_ooo || was_ooo_state || h.Has(kFlagFin)) {
       c.ack_now = true;
     } else if (c.unacked_segments >= 2 || opt.delayed_ack_us == 0) {

@@ -299,6 +299,37 @@ TEST_F(StackTest, DelayedAckThenImmediateAckOnSecondSegment) {
   EXPECT_EQ(user_.offset_errors, 0u);
 }
 
+// A coalesced frame (the peer's TSO run delivered whole, or LRO) stands for
+// several full-sized segments, so RFC 5681 4.2 wants its ACK now, not after
+// the delayed-ACK timer: a lone 64 KiB frame used to wait 200 us while the
+// sender waited for the ACK (4 KiB writes at MTU 9000 over vhost-user with
+// TSO ran at 240-434 MiB/s against 930-1081 with delayed_ack_us 0).
+TEST_F(StackTest, CoalescedFrameOfSeveralSegmentsIsAcknowledgedAtOnce) {
+  Make();
+  Accept();
+  const auto d = Pattern(3 * 1448, 5);
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(102, our_tsval_), d));
+  EXPECT_EQ(user_.data, d);
+  Wire a = One();  // no timer involved
+  EXPECT_EQ(a.h.flags, kFlagAck);
+  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 1 + 3 * 1448));
+  EXPECT_EQ(stack_->stats().delayed_acks, 0u);
+  // Two full-sized segments' worth is enough; one segment's worth still waits.
+  In(peer_.Build(kFlagAck, kPeerIsn + 1 + 3 * 1448, iss_ + 1, 512, Ts(103, our_tsval_),
+                 Pattern(1449, 6)));
+  a = One();
+  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 1 + 4 * 1448 + 1));
+  In(peer_.Build(kFlagAck, kPeerIsn + 1 + 4 * 1448 + 1, iss_ + 1, 512, Ts(104, our_tsval_),
+                 Pattern(1448, 7)));
+  EXPECT_TRUE(out_.Take().empty());  // delayed
+  Advance(150);
+  EXPECT_TRUE(out_.Take().empty());
+  Advance(200);
+  a = One();
+  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 1 + 5 * 1448 + 1));
+  EXPECT_EQ(stack_->stats().delayed_acks, 1u);
+}
+
 TEST_F(StackTest, ReceiveBurstSendsOneCumulativeAckAtItsEnd) {
   Make();
   Accept();
