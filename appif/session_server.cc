@@ -1445,12 +1445,7 @@ void SessionServer::WakeCq(Cq* cq) {
 // wire QPs (WireEngine::PublishWrites), count it in the notify block and ring
 // the receive CQ's eventfd if the application sleeps on it.
 void SessionServer::PublishWrite(Qp* qp) {
-  qp->notify->writes_placed.store(++qp->writes_placed, std::memory_order_release);
-  FenceBeforeWaitCheck();
-  if (qp->notify->waiter.load(std::memory_order_relaxed) != 0 &&
-      qp->notify->waiter.exchange(0, std::memory_order_acq_rel) != 0) {
-    Ring(qp->rcq->eventfd.get());
-  }
+  if (PublishPlacedWrites(qp->notify, ++qp->writes_placed)) Ring(qp->rcq->eventfd.get());
 }
 
 // ---- data path ----------------------------------------------------------------------

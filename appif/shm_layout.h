@@ -159,6 +159,15 @@ struct QpNotify {
   alignas(kCacheLine) std::atomic<uint32_t> waiter;         // app sets, daemon clears
 };
 static_assert(sizeof(QpNotify) == 2 * kCacheLine);
+
+// Daemon side: publishes `count` (release), then takes the application's
+// wake request. True if the receive CQ's eventfd must be rung.
+inline bool PublishPlacedWrites(QpNotify* n, uint64_t count) {
+  n->writes_placed.store(count, std::memory_order_release);
+  FenceBeforeWaitCheck();
+  return n->waiter.load(std::memory_order_relaxed) != 0 &&
+         n->waiter.exchange(0, std::memory_order_acq_rel) != 0;
+}
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "shared-memory atomics must be address-free");
 

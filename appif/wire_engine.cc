@@ -944,12 +944,7 @@ void WireEngine::PublishWrites(WireQpContext* qp) {
   const uint64_t placed = qp->engine->stats().writes_placed;
   if (placed == qp->writes_published || qp->notify == nullptr) return;
   qp->writes_published = placed;
-  qp->notify->writes_placed.store(placed, std::memory_order_release);
-  FenceBeforeWaitCheck();
-  if (qp->notify->waiter.load(std::memory_order_relaxed) != 0 &&
-      qp->notify->waiter.exchange(0, std::memory_order_acq_rel) != 0 && qp->rcq != nullptr) {
-    RingEventfd(qp->rcq->eventfd);
-  }
+  if (PublishPlacedWrites(qp->notify, placed) && qp->rcq != nullptr) RingEventfd(qp->rcq->eventfd);
 }
 
 uint32_t WireEngine::PostReceives() {

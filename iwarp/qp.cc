@@ -910,6 +910,21 @@ struct Qp::Impl final : public mpa::UlpduSink {
     qp.stats_.bytes_placed += payload.size();
   }
 
+  // Tagged placement of a checked segment's payload at its region offset.
+  // False when the region's mapping is shorter than the STag table said
+  // (our fault, never the peer's): the stream ends with a Terminate.
+  bool PlaceTagged(const rdmap::SegmentVerdict& v, ByteSpan payload, ByteSpan ulpdu) {
+    if (payload.empty()) return true;
+    MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
+    if (mem.size() < v.placement.offset + payload.size()) {
+      ++qp.stats_.local_errors;
+      SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
+      return false;
+    }
+    Place(mem, v.placement.offset, payload);
+    return true;
+  }
+
   void HandleSegment(ByteSpan ulpdu) {
     rdmap::RxContext ctx;
     ctx.stream = ddp::StreamIdentity{qp.options_.pd, qp.options_.stream_id};
@@ -923,15 +938,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     const ByteSpan payload = ulpdu.subspan(v.header.size());
     switch (v.opcode) {
       case rdmap::Opcode::kRdmaWrite: {
-        if (!payload.empty()) {
-          MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
-          if (mem.size() < v.placement.offset + payload.size()) {
-            ++qp.stats_.local_errors;
-            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
-            return;
-          }
-          Place(mem, v.placement.offset, payload);
-        }
+        if (!PlaceTagged(v, payload, ulpdu)) return;
         if (v.header.last) {
           // The LLP delivers in order, so every earlier segment of this
           // Write is placed too (a zero-length Write counts as well).
@@ -953,13 +960,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
             SendTerminate(rdmap::codes::kBaseBounds, &v, ulpdu);
             return;
           }
-          MutableByteSpan mem = qp.memory_.Resolve(v.placement.handle);
-          if (mem.size() < v.placement.offset + payload.size()) {
-            ++qp.stats_.local_errors;
-            SendTerminate(rdmap::codes::kLocalCatastrophic, &v, ulpdu);
-            return;
-          }
-          Place(mem, v.placement.offset, payload);
+          if (!PlaceTagged(v, payload, ulpdu)) return;
           o.placed += payload.size();
         }
         if (v.header.last) {
