@@ -154,6 +154,47 @@ void RingDoorbell(iwarp_session* s) {
   [[maybe_unused]] const ssize_t n = write(s->doorbell.get(), &one, sizeof(one));
 }
 
+// The sleep of iwarp_cq_wait and iwarp_qp_wait_writes: until `ready()`, on
+// the doorbell handshake of spsc_ring.h. `arm()` announces the waiter, fences
+// and checks again (true: ready after all, and the waiter is withdrawn);
+// `disarm()` withdraws it. One deadline for the whole call: a wake-up that
+// finds nothing (a stale doorbell) must not restart the timeout. The session
+// socket is watched for hang-up only: a response to another thread's control
+// call must not wake this wait.
+template <typename Ready, typename Arm, typename Disarm>
+int WaitDoorbell(iwarp_session* s, int efd, int timeout_ms, Ready ready, Arm arm, Disarm disarm) {
+  const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
+  for (;;) {
+    if (ready()) return 0;
+    if (arm()) return 0;
+    int wait_ms = -1;
+    if (deadline_ms >= 0) {
+      const int64_t left = deadline_ms - MonotonicMs();
+      if (left <= 0) {
+        disarm();
+        return -ETIMEDOUT;
+      }
+      wait_ms = static_cast<int>(left);
+    }
+    pollfd p[2] = {{efd, POLLIN, 0}, {s->sock.get(), POLLRDHUP, 0}};
+    const int r = poll(p, 2, wait_ms);
+    if (r < 0 && errno != EINTR) {
+      const int e = -errno;
+      disarm();
+      return e;
+    }
+    if (r > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) {
+      s->dead = true;
+      disarm();
+      return ready() ? 0 : -EPIPE;
+    }
+    if (r > 0 && (p[0].revents & POLLIN) != 0) {
+      uint64_t v;
+      [[maybe_unused]] const ssize_t got = read(efd, &v, sizeof(v));
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -322,37 +363,14 @@ int iwarp_poll_cq(iwarp_cq* cq, iwarp_wc* wc, int max) {
 }
 
 int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
-  // One deadline for the whole call: a wake-up that finds nothing (a stale
-  // doorbell) must not restart the timeout.
-  const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
-  for (;;) {
-    if (cq->ring.Available() != 0) return 0;
-    if (cq->ring.PrepareToWait()) {
-      cq->ring.CancelWait();
-      return 0;
-    }
-    int wait_ms = -1;
-    if (deadline_ms >= 0) {
-      wait_ms = static_cast<int>(std::max<int64_t>(0, deadline_ms - MonotonicMs()));
-    }
-    // The socket is watched for hang-up only: a response to another thread's
-    // control call must not wake this wait.
-    pollfd p[2] = {{cq->eventfd.get(), POLLIN, 0}, {cq->s->sock.get(), POLLRDHUP, 0}};
-    const int n = poll(p, 2, wait_ms);
-    if (n < 0 && errno != EINTR) return -errno;
-    if (n == 0) {
-      cq->ring.CancelWait();
-      return -ETIMEDOUT;
-    }
-    if ((p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) {
-      cq->s->dead = true;
-      return cq->ring.Available() != 0 ? 0 : -EPIPE;
-    }
-    if (p[0].revents & POLLIN) {
-      uint64_t v;
-      [[maybe_unused]] const ssize_t r = read(cq->eventfd.get(), &v, sizeof(v));
-    }
-  }
+  return WaitDoorbell(
+      cq->s, cq->eventfd.get(), timeout_ms, [cq] { return cq->ring.Available() != 0; },
+      [cq] {
+        if (!cq->ring.PrepareToWait()) return false;
+        cq->ring.CancelWait();
+        return true;
+      },
+      [cq] { cq->ring.CancelWait(); });
 }
 
 uint64_t iwarp_qp_writes_placed(const iwarp_qp* qp) {
@@ -361,41 +379,17 @@ uint64_t iwarp_qp_writes_placed(const iwarp_qp* qp) {
 
 int iwarp_qp_wait_writes(iwarp_qp* qp, uint64_t seen, int timeout_ms) {
   ai::QpNotify* n = qp->notify;
-  const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
-  for (;;) {
-    if (n->writes_placed.load(std::memory_order_acquire) != seen) return 0;
-    // The doorbell handshake of spsc_ring.h: announce, fence, check again.
-    n->waiter.store(1, std::memory_order_relaxed);
-    ai::FenceBeforeWaitCheck();
-    if (n->writes_placed.load(std::memory_order_acquire) != seen) {
-      n->waiter.store(0, std::memory_order_relaxed);
-      return 0;
-    }
-    int wait_ms = -1;
-    if (deadline_ms >= 0) {
-      const int64_t left = deadline_ms - MonotonicMs();
-      if (left <= 0) {
+  auto placed = [n, seen] { return n->writes_placed.load(std::memory_order_acquire) != seen; };
+  return WaitDoorbell(
+      qp->s, qp->rcq->eventfd.get(), timeout_ms, placed,
+      [n, placed] {
+        n->waiter.store(1, std::memory_order_relaxed);
+        ai::FenceBeforeWaitCheck();
+        if (!placed()) return false;
         n->waiter.store(0, std::memory_order_relaxed);
-        return -ETIMEDOUT;
-      }
-      wait_ms = static_cast<int>(left);
-    }
-    pollfd p[2] = {{qp->rcq->eventfd.get(), POLLIN, 0}, {qp->s->sock.get(), POLLRDHUP, 0}};
-    const int r = poll(p, 2, wait_ms);
-    if (r < 0 && errno != EINTR) {
-      n->waiter.store(0, std::memory_order_relaxed);
-      return -errno;
-    }
-    if (r > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) {
-      qp->s->dead = true;
-      n->waiter.store(0, std::memory_order_relaxed);
-      return n->writes_placed.load(std::memory_order_acquire) != seen ? 0 : -EPIPE;
-    }
-    if (r > 0 && (p[0].revents & POLLIN) != 0) {
-      uint64_t v;
-      [[maybe_unused]] const ssize_t got = read(qp->rcq->eventfd.get(), &v, sizeof(v));
-    }
-  }
+        return true;
+      },
+      [n] { n->waiter.store(0, std::memory_order_relaxed); });
 }
 
 int iwarp_create_qp(iwarp_session* s, const iwarp_qp_attr* attr, iwarp_qp** out) {
