@@ -103,7 +103,7 @@ class MemifDaemon:
 
     def __init__(self, args, name, ip, role, sock, services, iwarp="", impairment="",
                  tcp_extra="", main_lcore=0, worker_lcore=1, idle_sleep_us=50,
-                 memif_zero_copy=False, delayed_ack_us=0):
+                 memif_zero_copy=False, delayed_ack_us=0, memif_devargs=""):
         tag = "%s%d" % (name, os.getpid())
         self.args = args
         self.ns = "iwi_" + tag
@@ -122,6 +122,8 @@ class MemifDaemon:
         # the tests' round trips short; None leaves the daemon's default
         # (what an operator runs; the benchmarks use it).
         self.delayed_ack_us = delayed_ack_us
+        # More net_memif devargs (",rsize=14"), appended to the vdev string.
+        self.memif_devargs = memif_devargs
         self.proc = None
         self.ns_created = False
 
@@ -136,7 +138,7 @@ eal:
   file_prefix: %s%s
 ports:
   - name: m0
-    vdev: "net_memif0,role=%s,socket=%s,socket-abstract=no%s"
+    vdev: "net_memif0,role=%s,socket=%s,socket-abstract=no%s%s"
 %sinterfaces:
   - port: m0
     ipv4: %s/24
@@ -155,7 +157,7 @@ tcp:
 %sservices:
 %s""" % (self.main_lcore, MEMORY_MB, self.prefix,
          "\n  extra_args: [\"--single-file-segments\"]" if zc else "", self.role, self.sock,
-         ",zero-copy=yes" if zc else "", imp, self.ip,
+         ",zero-copy=yes" if zc else "", self.memif_devargs, imp, self.ip,
          self.worker_lcore, self.idle_sleep_us,
          "" if self.delayed_ack_us is None else "  delayed_ack_us: %d\n" % self.delayed_ack_us,
          self.tcp_extra,

@@ -14,9 +14,11 @@
 #        tools/bench.sh iwarp-perf [--count-4k N] [--count-64k N] [--count-send N]
 #                                  [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
 #                                  [--count-pcap-4k N] [--count-pcap-64k N] [--mtus 1500,9000]
-#                                  [--links memif,vhost[,pcap]] [--baseline-iwarpd PATH] [--no-pin]
+#                                  [--links memif,vhost,vhost-tso[,pcap]] [--baseline-iwarpd PATH] [--no-pin]
+#                                  [--memif-rsize N] [--repeat N]
 #          application QPs: iwarp-perf (libiwarp) server and client on two
-#          iwarpd daemons over net_memif (MTU 1500: write_bw 4 KiB and 64 KiB,
+#          iwarpd daemons over net_memif (rings of 2^14 slots unless
+#          --memif-rsize N; MTU 1500: write_bw 4 KiB and 64 KiB,
 #          send_bw 64 B message rate, send_lat and write_lat 64 B round trips)
 #          and over vhost-user (net_vhost / net_virtio_user: write_bw 4 KiB and
 #          64 KiB at MTU 1500 and 9000; net_pcap on a veth pair with --links
