@@ -6,9 +6,10 @@
 #        tools/bench.sh tcp [--bulk-mib N] [--rr-seconds S]
 #          iwarpd's TCP (echo/sink services on net_tap) against the kernel TCP
 #          stack over a veth pair, in one run (root; tools/tcp_bench.py)
-#        tools/bench.sh iwarp [--count-4k N] [--count-64k N] [--count-send N]
+#        tools/bench.sh iwarp [--count-4k N] [--count-64k N] [--count-send N] [--count-lat N]
 #          two iwarpd daemons over net_memif (iwarp_client -> iwarp_responder):
-#          RDMA Write goodput at 4 KiB and 64 KiB and 64-byte Send message rate,
+#          RDMA Write goodput at 4 KiB and 64 KiB, 64-byte Send message rate and
+#          round trip (no application on the path),
 #          next to the kernel TCP stack over a veth pair moving the same bytes
 #          (root, hugepages; tools/iwarp_bench.py)
 #        tools/bench.sh iwarp-perf [--count-4k N] [--count-64k N] [--count-send N]

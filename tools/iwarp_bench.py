@@ -14,6 +14,13 @@ bytes, in one run.
   send 64 B                 Sends the responder echoes, 16 outstanding;
                             messages per second. Kernel: 64-byte messages
                             echoed by the server, 16 outstanding.
+  send 64 B round trip      Sends the responder echoes, one at a time: the
+                            average round trip (the run's time over its
+                            messages) of the daemons' own path, no
+                            application and no application interface on it
+                            (iwarp-perf send_lat, tools/iwarp_perf_bench.py,
+                            adds those). Kernel: 64-byte ping-pong
+                            (TCP_NODELAY), average.
 
 The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
 C++, blocking sockets, one system call per message; the sink's byte count and
@@ -24,7 +31,7 @@ otherwise idle for figures worth comparing. Compare ratios, not absolute
 numbers.
 
   iwarp_bench.py --iwarpd PATH --iwarpctl PATH --tcp-baseline PATH
-                 [--count-4k N] [--count-64k N] [--count-send N]
+                 [--count-4k N] [--count-64k N] [--count-send N] [--count-lat N]
 
 Needs root and hugepages (memif); prints the reason and exits 77 otherwise.
 """
@@ -80,6 +87,7 @@ def kernel_baseline(a):
         out["w4k"] = ns_baseline(a, NS_A, "bulk", VETH_B_IP, 7019, 4096, a.count_4k)["secs"]
         out["w64k"] = ns_baseline(a, NS_A, "bulk", VETH_B_IP, 7019, 65536, a.count_64k)["secs"]
         out["s64"] = ns_baseline(a, NS_A, "echo", VETH_B_IP, 7020, a.count_send, DEPTH)["secs"]
+        out["rtt"] = ns_baseline(a, NS_A, "pingpong", VETH_B_IP, 7020, a.count_lat)["avg_us"]
         return out
     finally:
         if server is not None:
@@ -89,7 +97,7 @@ def kernel_baseline(a):
         sh("ip", "netns", "del", NS_B, check=False)
 
 
-def iwarpd_run(args, name, op, msg, count):
+def iwarpd_run(args, name, op, msg, count, depth=DEPTH):
     """One client run against a fresh responder; returns its service entry."""
     d = tempfile.mkdtemp(prefix="iwarpd_bench_")
     sock = os.path.join(d, "memif.sock")
@@ -97,7 +105,7 @@ def iwarpd_run(args, name, op, msg, count):
                        "  qps_per_service: 1\n  scratch_bytes: %d\n  recv_buffers: %d\n"
                        "  recv_buffer_bytes: 65536\n" % (DEPTH * 65536, DEPTH),
                        main_lcore=0, worker_lcore=1, idle_sleep_us=0, delayed_ack_us=None)
-    svc = iw.client(name, op, msg, count, DEPTH, verify=False, sha256=False).replace(
+    svc = iw.client(name, op, msg, count, depth, verify=False, sha256=False).replace(
         "start_delay_ms: 300", "start_delay_ms: 500")
     b = iw.MemifDaemon(args, "bb", iw.B_IP, "client", sock, svc, main_lcore=1, worker_lcore=0,
                        idle_sleep_us=0, delayed_ack_us=None)
@@ -126,6 +134,7 @@ def main():
     ap.add_argument("--count-4k", type=int, default=50000)
     ap.add_argument("--count-64k", type=int, default=8000)
     ap.add_argument("--count-send", type=int, default=100000)
+    ap.add_argument("--count-lat", type=int, default=20000)
     ap.add_argument("--tcp-baseline", required=True,
                     help="iwarp-tcp-baseline (tools/perf/tcp_baseline.cc), the kernel side")
     args = ap.parse_args()
@@ -140,7 +149,7 @@ def main():
         print("SKIP: net_memif needs %d MiB of free hugepages" % (2 * iw.MEMORY_MB))
         return 77
     runs = {"w4k": ("write", 4096, args.count_4k), "w64k": ("write", 65536, args.count_64k),
-            "s64": ("send", 64, args.count_send)}
+            "s64": ("send", 64, args.count_send), "rtt": ("send", 64, args.count_lat, 1)}
     ours = {k: iwarpd_run(args, k, *v) for k, v in runs.items()}
     kern = kernel_baseline(args)
     print("%-36s %16s %16s %8s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio"))
@@ -155,6 +164,9 @@ def main():
     base = count / kern["s64"]
     print("%-36s %16.0f %16.0f %8.2f" % ("send 64 B echoed, depth 16 (msg/s)", mine, base,
                                          mine / base))
+    mine = ours["rtt"]["run_elapsed_us"] / ours["rtt"]["run_messages"]
+    print("%-36s %16.1f %16.1f %8.2f  (lower is better)" %
+          ("send 64 B round trip, depth 1 (us)", mine, kern["rtt"], mine / kern["rtt"]))
     return 0
 
 
