@@ -10,14 +10,14 @@ with the same pattern, in one run. Each row names the link iwarpd used:
               Rings of 2^14 descriptors (rsize=14, --memif-rsize; DPDK's
               default is 2^10): 64 KiB write_bw measured ~2400 against
               ~1900-2000 MiB/s with 2^10, alternated in one run, the other
-              rows unchanged. No ring ever filled at 2^10 (tx_held 0); with
-              16384 slots a slot's lines have left the other core's caches
-              by the time the sender writes it again. The rings' 64 MiB are
-              plain pages the two processes fault in on first touch: until
-              each slot was used once (16384 frames each way), round trips
-              pay page faults (5000 64-byte ping-pongs on fresh rings:
-              75 against 17 us); each run first moves 64 MiB each way
-              unmeasured.
+              rows within noise. No ring ever filled at 2^10 (tx_held 0);
+              presumably, with 16384 slots a slot's lines have left the other
+              core's caches by the time the sender writes it again. The
+              rings' 64 MiB are plain pages the two processes fault in on
+              first touch: until each slot was used once (16384 frames each
+              way), round trips pay page faults (5000 64-byte ping-pongs on
+              fresh rings: half round trip 75 against 17 us); each run
+              first moves 64 MiB each way unmeasured.
   vhost       vhost-user: net_vhost (the backend) on the server's daemon,
               net_virtio_user on the client's; frames are copied between
               the processes' hugepage memory, no kernel on the path. The
