@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -68,6 +69,10 @@ struct iwarp_cq {
   ai::Mapping shm;
   ai::SpscRing<ai::Cqe> ring;
   ai::UniqueFd eventfd;
+  // The waits sleep here: the eventfd edge-triggered (every daemon write is
+  // one event, so the counter is never read back: one system call per
+  // wake-up instead of poll + read) and the session socket for hang-up.
+  ai::UniqueFd epoll;
 };
 
 struct iwarp_qp {
@@ -155,14 +160,17 @@ void RingDoorbell(iwarp_session* s) {
 }
 
 // The sleep of iwarp_cq_wait and iwarp_qp_wait_writes: until `ready()`, on
-// the doorbell handshake of spsc_ring.h. `arm()` announces the waiter, fences
-// and checks again (true: ready after all, and the waiter is withdrawn);
-// `disarm()` withdraws it. One deadline for the whole call: a wake-up that
-// finds nothing (a stale doorbell) must not restart the timeout. The session
-// socket is watched for hang-up only: a response to another thread's control
-// call must not wake this wait.
+// the CQ's wait set (WaitSet). `arm()` announces the waiter, fences and
+// rechecks (true: ready after all, nothing armed) as in the doorbell
+// handshake of spsc_ring.h; `disarm()` withdraws it. One deadline for the
+// whole call: a wake-up that finds nothing (a stale doorbell) must not
+// restart the timeout. The session socket is watched for hang-up only: a
+// response to another thread's control call must not wake this wait.
+constexpr uint64_t kWaitDoorbell = 0;
+constexpr uint64_t kWaitSession = 1;
+
 template <typename Ready, typename Arm, typename Disarm>
-int WaitDoorbell(iwarp_session* s, int efd, int timeout_ms, Ready ready, Arm arm, Disarm disarm) {
+int WaitDoorbell(iwarp_session* s, int epfd, int timeout_ms, Ready ready, Arm arm, Disarm disarm) {
   const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
   for (;;) {
     if (ready()) return 0;
@@ -176,23 +184,44 @@ int WaitDoorbell(iwarp_session* s, int efd, int timeout_ms, Ready ready, Arm arm
       }
       wait_ms = static_cast<int>(left);
     }
-    pollfd p[2] = {{efd, POLLIN, 0}, {s->sock.get(), POLLRDHUP, 0}};
-    const int r = poll(p, 2, wait_ms);
+    epoll_event ev[2];
+    const int r = epoll_wait(epfd, ev, 2, wait_ms);
     if (r < 0 && errno != EINTR) {
       const int e = -errno;
       disarm();
       return e;
     }
-    if (r > 0 && (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) {
-      s->dead = true;
-      disarm();
-      return ready() ? 0 : -EPIPE;
-    }
-    if (r > 0 && (p[0].revents & POLLIN) != 0) {
-      uint64_t v;
-      [[maybe_unused]] const ssize_t got = read(efd, &v, sizeof(v));
+    for (int i = 0; i < r; ++i) {
+      if (ev[i].data.u64 == kWaitSession &&
+          (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)) != 0) {
+        s->dead = true;
+        disarm();
+        return ready() ? 0 : -EPIPE;
+      }
     }
   }
+}
+
+// A CQ's wait set: its eventfd edge-triggered (each write by the daemon is
+// one event, whatever the counter holds, so the counter need not be read
+// back) and the session socket for hang-up (level-triggered: it stays
+// reported once the daemon is gone).
+// Returns 0 or -errno.
+int MakeWaitSet(int efd, int session_sock, ai::UniqueFd* out) {
+  ai::UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return -errno;
+  epoll_event door{};
+  door.events = EPOLLIN | EPOLLET;
+  door.data.u64 = kWaitDoorbell;
+  epoll_event hup{};
+  hup.events = EPOLLRDHUP;
+  hup.data.u64 = kWaitSession;
+  if (epoll_ctl(ep.get(), EPOLL_CTL_ADD, efd, &door) != 0 ||
+      epoll_ctl(ep.get(), EPOLL_CTL_ADD, session_sock, &hup) != 0) {
+    return -errno;
+  }
+  *out = std::move(ep);
+  return 0;
 }
 
 }  // namespace
@@ -317,6 +346,8 @@ int iwarp_create_cq(iwarp_session* s, uint32_t depth, iwarp_cq** out) {
   *out = nullptr;
   ai::UniqueFd efd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!efd.valid()) return -errno;
+  ai::UniqueFd ep;
+  if (int e = MakeWaitSet(efd.get(), s->sock.get(), &ep); e != 0) return e;
   ai::CreateCqReq req{depth};
   const int fd = efd.get();
   std::lock_guard<std::mutex> l(s->mu);
@@ -329,7 +360,7 @@ int iwarp_create_cq(iwarp_session* s, uint32_t depth, iwarp_cq** out) {
   std::memcpy(&r, resp.body, sizeof(r));
   auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, r.ring_bytes);
   if (!m.ok() || !ai::IsPowerOfTwo(r.depth)) return -EPROTO;
-  auto cq = new (std::nothrow) iwarp_cq{s, r.cq, std::move(*m), {}, std::move(efd)};
+  auto cq = new (std::nothrow) iwarp_cq{s, r.cq, std::move(*m), {}, std::move(efd), std::move(ep)};
   if (cq == nullptr) return -ENOMEM;
   cq->ring = ai::SpscRing<ai::Cqe>(cq->shm.data(), r.depth);
   cq->ring.AttachAsConsumer();
@@ -364,7 +395,7 @@ int iwarp_poll_cq(iwarp_cq* cq, iwarp_wc* wc, int max) {
 
 int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
   return WaitDoorbell(
-      cq->s, cq->eventfd.get(), timeout_ms, [cq] { return cq->ring.Available() != 0; },
+      cq->s, cq->epoll.get(), timeout_ms, [cq] { return cq->ring.Available() != 0; },
       [cq] {
         if (!cq->ring.PrepareToWait()) return false;
         cq->ring.CancelWait();
@@ -381,7 +412,7 @@ int iwarp_qp_wait_writes(iwarp_qp* qp, uint64_t seen, int timeout_ms) {
   ai::QpNotify* n = qp->notify;
   auto placed = [n, seen] { return n->writes_placed.load(std::memory_order_acquire) != seen; };
   return WaitDoorbell(
-      qp->s, qp->rcq->eventfd.get(), timeout_ms, placed,
+      qp->s, qp->rcq->epoll.get(), timeout_ms, placed,
       [n, placed] {
         n->waiter.store(1, std::memory_order_relaxed);
         ai::FenceBeforeWaitCheck();
