@@ -26,7 +26,7 @@ The kernel side is driven by iwarp-tcp-baseline (tools/perf/tcp_baseline.cc:
 C++, blocking sockets, one system call per message; the sink's byte count and
 every echo checked), iwarpd's by its own services; the daemons busy-poll one
 core each (A's worker on lcore 1, B's on lcore 0) with the daemon's default
-TCP settings (tcp.delayed_ack_us 200, not the tests' 0), so the machine must be
+TCP settings (tcp.delayed_ack_us 200), so the machine must be
 otherwise idle for figures worth comparing. Compare ratios, not absolute
 numbers.
 

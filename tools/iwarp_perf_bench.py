@@ -74,7 +74,7 @@ C++, one system call per message, blocking sockets; next to --perf unless
 handing its core to what shares it). Their TCP runs with the daemon's
 default delayed ACK (tcp.delayed_ack_us 200, RFC 5681 4.2: an ACK every
 second segment, or with the reply it can ride on) unless --delayed-ack-us N
-says otherwise; the integration tests' 0 (an ACK at the end of every
+says otherwise; 0 (an ACK at the end of every
 receive burst) costs a pure ACK per message in a ping-pong, and with it a
 second wake-up of the waiting application: measured here (pinned,
 alternated in one run) send_lat 46 against 31 us and write_lat 59 against
