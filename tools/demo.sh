@@ -65,7 +65,7 @@ interfaces:
   - {port: m0, ipv4: $5/24}
 workers: {lcores: [$3], idle_sleep_us: 20}
 app_interface: {enabled: true, socket_dir: $demo_dir}
-tcp: {send_buffer_bytes: 1048576, receive_buffer_bytes: 1048576, delayed_ack_us: 0}
+tcp: {send_buffer_bytes: 1048576, receive_buffer_bytes: 1048576}
 sctp: {enabled: true}
 EOF_CFG
 }
