@@ -210,6 +210,18 @@ absl::Status RunDaemon(const config::Config& cfg, const EalPlan& plan) {
   if (rc != 0 && status.ok()) {
     status = absl::InternalError(absl::StrCat("rte_eal_cleanup failed: ", rte_strerror(-rc)));
   }
+  if (plan.remove_hugepage_files_at_exit) {
+    // What --huge-unlink would have done (EAL refuses it beside
+    // --single-file-segments): the pages go back to the pool now, not at the
+    // next start with this prefix.
+    int failed = 0;
+    const int removed = RemoveHugepageFiles(plan.file_prefix, &failed);
+    LogInfo("removed ", removed, " hugepage file(s) of file prefix '", plan.file_prefix, "'");
+    if (failed != 0) {
+      LogWarning("could not remove ", failed, " hugepage file(s) of file prefix '",
+                 plan.file_prefix, "' (hugetlbfs mounts in /proc/mounts)");
+    }
+  }
   if (status.ok()) LogInfo("stopped cleanly");
   return status;
 }

@@ -1,8 +1,13 @@
 #include "dataplane/eal_args.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
+#include <string_view>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -33,6 +38,34 @@ HugepageInfo ProbeHugepages(const std::string& mounts_path, const std::string& m
     if (f[0] == "Hugepagesize:") info.page_size_bytes = v * 1024;  // "kB"
   }
   return info;
+}
+
+int RemoveHugepageFiles(const std::string& prefix, int* failed, const std::string& mounts_path) {
+  *failed = 0;
+  if (prefix.empty()) return 0;
+  const std::string stem = prefix + "map_";
+  int removed = 0;
+  std::ifstream mounts(mounts_path);
+  std::string line;
+  while (std::getline(mounts, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() < 3 || f[2] != "hugetlbfs") continue;
+    DIR* dir = opendir(f[1].c_str());
+    if (dir == nullptr) continue;
+    while (const dirent* e = readdir(dir)) {
+      const std::string_view name(e->d_name);
+      if (name.substr(0, stem.size()) != stem) continue;
+      const std::string_view n = name.substr(stem.size());
+      if (n.empty() || !std::all_of(n.begin(), n.end(), absl::ascii_isdigit)) continue;
+      if (unlinkat(dirfd(dir), e->d_name, 0) == 0) {
+        ++removed;
+      } else {
+        ++*failed;
+      }
+    }
+    closedir(dir);
+  }
+  return removed;
 }
 
 std::string EthdevName(const config::PortConfig& port) {
@@ -75,6 +108,7 @@ absl::StatusOr<EalPlan> BuildEalPlan(const config::Config& cfg, const HugepageIn
   }
   a.insert(a.end(), {"--main-lcore", absl::StrCat(cfg.eal.main_lcore), "--file-prefix",
                      cfg.eal.file_prefix});
+  plan.file_prefix = cfg.eal.file_prefix;
 
   // The machine's own NIC is a PCI device: it is probed only when the config
   // names PCI ports, and then only those.
@@ -123,18 +157,24 @@ absl::StatusOr<EalPlan> BuildEalPlan(const config::Config& cfg, const HugepageIn
   if (plan.use_hugepages) {
     a.insert(a.end(), {"-m", mem});
     // EAL refuses --huge-unlink beside --single-file-segments (which a
-    // net_memif zero-copy client needs), and an operator's own
-    // --huge-unlink=MODE wins: then the hugepage files stay until the next
-    // start with the same file prefix removes them.
+    // net_memif zero-copy client needs): the daemon then removes its files
+    // itself when it stops cleanly (after a crash, the next start with the
+    // same file prefix does). An operator's own --huge-unlink=MODE wins.
     const auto& x = cfg.eal.extra_args;
-    const bool own_unlink = std::any_of(x.begin(), x.end(), [](const std::string& s) {
-      return s == "--single-file-segments" || absl::StartsWith(s, "--huge-unlink");
+    const bool own_mode = std::any_of(x.begin(), x.end(), [](const std::string& s) {
+      return absl::StartsWith(s, "--huge-unlink");
     });
-    if (own_unlink) {
+    const bool single_file = std::find(x.begin(), x.end(), "--single-file-segments") != x.end();
+    if (own_mode) {
       absl::StrAppend(&plan.hugepage_decision,
-                      "; no --huge-unlink (eal.extra_args has --single-file-segments or "
-                      "--huge-unlink=MODE): hugepage files stay until the next start with "
-                      "this file prefix");
+                      "; no --huge-unlink (eal.extra_args has its own --huge-unlink=MODE)");
+    } else if (single_file) {
+      plan.remove_hugepage_files_at_exit = true;
+      absl::StrAppend(&plan.hugepage_decision,
+                      "; no --huge-unlink (eal.extra_args has --single-file-segments, which "
+                      "EAL refuses beside it): the hugepage files are removed when the "
+                      "daemon stops cleanly (after a crash, by the next start with this "
+                      "file prefix)");
     } else {
       a.push_back("--huge-unlink");
     }

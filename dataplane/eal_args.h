@@ -30,6 +30,10 @@ struct EalPlan {
   std::vector<std::string> args;  // args[0] is the program name
   bool use_hugepages = false;
   std::string hugepage_decision;  // one line for the start-up log
+  // No --huge-unlink because of --single-file-segments: the daemon removes
+  // its hugepage files itself once EAL is cleaned up (RemoveHugepageFiles).
+  bool remove_hugepage_files_at_exit = false;
+  std::string file_prefix;
 };
 
 // Builds the EAL arguments:
@@ -37,7 +41,8 @@ struct EalPlan {
 //   --no-pci | -a PCI... ; --vdev SPEC... ; --log-level N
 //   hugepages: -m MB --huge-unlink   (no hugepage files outlive the process;
 //              left out when eal.extra_args has --single-file-segments, which
-//              EAL refuses beside it, or its own --huge-unlink=MODE)
+//              EAL refuses beside it: then remove_hugepage_files_at_exit; or
+//              its own --huge-unlink=MODE, which the daemon leaves alone)
 //   none:      --no-huge -m MB --no-shconf
 //   [--no-telemetry] then eal.extra_args verbatim.
 // hugepages auto uses hugepages when hugetlbfs is mounted and its free pages
@@ -45,6 +50,14 @@ struct EalPlan {
 // on fails with FailedPrecondition when they are missing; off never uses them.
 absl::StatusOr<EalPlan> BuildEalPlan(const config::Config& cfg, const HugepageInfo& huge,
                                      const std::string& program = "iwarpd");
+
+// Removes the hugepage files EAL names for file prefix `prefix`
+// ("PREFIXmap_N", N decimal) from every hugetlbfs mount in `mounts_path`:
+// what --huge-unlink would have done, for a daemon that could not use it.
+// Only after rte_eal_cleanup (a live mapping keeps its pages; only the names
+// go). Returns how many it removed; `failed` counts names it could not.
+int RemoveHugepageFiles(const std::string& prefix, int* failed,
+                        const std::string& mounts_path = "/proc/mounts");
 
 // The DPDK device name of a port: the vdev driver instance ("net_tap0" of
 // "net_tap0,iface=iw0") or the PCI address.

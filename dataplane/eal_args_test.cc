@@ -77,18 +77,74 @@ TEST(EalArgs, SingleFileSegmentsOrOwnHugeUnlinkDropTheGeneratedHugeUnlink) {
             "--vdev net_tap0,iface=iw0 --log-level=6 -m 256 --single-file-segments");
   EXPECT_NE(plan->hugepage_decision.find("no --huge-unlink"), std::string::npos)
       << plan->hugepage_decision;
+  // The daemon removes the files itself when it stops.
+  EXPECT_TRUE(plan->remove_hugepage_files_at_exit);
+  EXPECT_EQ(plan->file_prefix, "iwarpd");
+  EXPECT_NE(plan->hugepage_decision.find("removed when the daemon stops"), std::string::npos)
+      << plan->hugepage_decision;
   c.eal.extra_args = {"--huge-unlink=never"};
   plan = BuildEalPlan(c, Huge(128));
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(Joined(*plan),
             "iwarpd -l 0,1 --main-lcore 0 --file-prefix iwarpd --no-pci "
             "--vdev net_tap0,iface=iw0 --log-level=6 -m 256 --huge-unlink=never");
+  // The operator's own mode wins, also beside --single-file-segments.
+  EXPECT_FALSE(plan->remove_hugepage_files_at_exit);
+  c.eal.extra_args = {"--single-file-segments", "--huge-unlink=never"};
+  plan = BuildEalPlan(c, Huge(128));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->remove_hugepage_files_at_exit);
   // Without hugepages there is nothing to unlink either way.
   c.eal.hugepages = config::HugepageMode::kOff;
   c.eal.extra_args = {"--single-file-segments"};
   plan = BuildEalPlan(c, Huge(128));
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->hugepage_decision.find("no --huge-unlink"), std::string::npos);
+  EXPECT_FALSE(plan->remove_hugepage_files_at_exit);
+  // With --huge-unlink generated, nothing to remove at exit.
+  plan = BuildEalPlan(TapConfig(), Huge(128));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->remove_hugepage_files_at_exit);
+}
+
+TEST(EalArgs, RemoveHugepageFilesTakesOnlyThisPrefixsFilesFromHugetlbfsMounts) {
+  // Two directories stand in for hugetlbfs mounts (the mount table names the
+  // file system; the removal reads nothing else of it), a third is a tmpfs.
+  const std::filesystem::path root =
+      std::filesystem::path(::testing::TempDir()) / ("hugefiles_" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  const auto h1 = root / "huge1", h2 = root / "huge2", t = root / "tmp";
+  for (const auto& d : {h1, h2, t}) std::filesystem::create_directories(d);
+  auto touch = [](const std::filesystem::path& p) { FILE* f = fopen(p.c_str(), "w"); fclose(f); };
+  for (const char* n : {"pmap_0", "pmap_17", "p2map_0", "pmap_", "pmap_1x", "xpmap_0", "pmap"}) {
+    touch(h1 / n);
+  }
+  touch(h2 / "pmap_3");
+  touch(t / "pmap_0");
+  const auto mounts = root / "mounts";
+  {
+    FILE* f = fopen(mounts.c_str(), "w");
+    fprintf(f, "proc /proc proc rw 0 0\n");
+    fprintf(f, "nodev %s hugetlbfs rw,relatime,pagesize=2M 0 0\n", h1.c_str());
+    fprintf(f, "tmpfs %s tmpfs rw 0 0\n", t.c_str());
+    fprintf(f, "nodev %s hugetlbfs rw,relatime,pagesize=1024M 0 0\n", h2.c_str());
+    fprintf(f, "nodev %s/missing hugetlbfs rw 0 0\n", root.c_str());
+    fclose(f);
+  }
+  int failed = -1;
+  EXPECT_EQ(RemoveHugepageFiles("p", &failed, mounts.string()), 3);
+  EXPECT_EQ(failed, 0);
+  for (const char* n : {"pmap_0", "pmap_17"}) EXPECT_FALSE(std::filesystem::exists(h1 / n)) << n;
+  EXPECT_FALSE(std::filesystem::exists(h2 / "pmap_3"));
+  // Another prefix's files, names that are not EAL's, and other file systems stay.
+  for (const char* n : {"p2map_0", "pmap_", "pmap_1x", "xpmap_0", "pmap"}) {
+    EXPECT_TRUE(std::filesystem::exists(h1 / n)) << n;
+  }
+  EXPECT_TRUE(std::filesystem::exists(t / "pmap_0"));
+  // Nothing left of ours: a second call removes nothing.
+  EXPECT_EQ(RemoveHugepageFiles("p", &failed, mounts.string()), 0);
+  EXPECT_EQ(RemoveHugepageFiles("", &failed, mounts.string()), 0);
+  std::filesystem::remove_all(root);
 }
 
 TEST(EalArgs, AutoFallsBackWhenTooFewAreFree) {

@@ -24,6 +24,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -237,8 +238,8 @@ tcp:
         if self.ns_created:
             run(["ip", "netns", "del", self.ns], check_rc=False)
         shutil.rmtree("/var/run/dpdk/" + self.prefix, ignore_errors=True)
-        # Without --huge-unlink (memif zero-copy) EAL leaves its hugepage
-        # files behind; they hold this daemon's pages until removed.
+        # A daemon killed without --huge-unlink (memif zero-copy) leaves its
+        # hugepage files behind; they hold its pages until removed.
         for f in glob.glob("/dev/hugepages/%smap_*" % self.prefix):
             try:
                 os.unlink(f)
@@ -305,6 +306,8 @@ class Pair:
             self.b_totals = self.b.totals()
             self.b.stop()
             self.b_log = self.b.log()  # cleanup() removes it
+            # Hugepage files B left behind (cleanup() removes them too).
+            self.b_hugefiles = glob.glob("/dev/hugepages/%smap_*" % self.b.prefix)
             return svcs, qps
         finally:
             self.b.cleanup()
@@ -598,13 +601,19 @@ def case_memif_zero_copy(args):
               "--single-file-segments" in eal[0].split() and "--huge-unlink" not in eal[0],
               "the zero-copy client's EAL runs with --single-file-segments and without "
               "--huge-unlink (which EAL refuses beside it): %s" % (eal[:1] or log_text[-500:]))
-        check("no --huge-unlink" in log_text,
-              "the start-up log says why the hugepage files stay")
+        check("no --huge-unlink" in log_text and "removed when the daemon stops" in log_text,
+              "the start-up log says why there is no --huge-unlink and what happens instead")
         for c in clients:
             check_run(svcs, *c)
         q = qp_of(qps, "zw")
         check(q["crc_errors"] == 0 and q["state"] == "CLOSED",
               "zero-copy link: no CRC errors, the QP closed gracefully (%s)" % q["state"])
+        # Stopped cleanly, the daemon removed its hugepage files itself (what
+        # --huge-unlink does for the others): no pages held after it.
+        removed = re.search(r"removed (\d+) hugepage file\(s\) of file prefix", log_text)
+        check(removed is not None and int(removed.group(1)) >= 1 and not pair.b_hugefiles,
+              "the stopped zero-copy client removed its hugepage files (%s; left: %s)" %
+              (removed.group(0) if removed else "no removal logged", pair.b_hugefiles))
         pair.a.stop()
     finally:
         pair.cleanup()
