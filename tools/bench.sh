@@ -15,7 +15,8 @@
 #        tools/bench.sh iwarp-perf [--count-4k N] [--count-64k N] [--count-send N]
 #                                  [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
 #                                  [--count-pcap-4k N] [--count-pcap-64k N] [--mtus 1500,9000]
-#                                  [--links memif,vhost,vhost-tso[,pcap]] [--baseline-iwarpd PATH] [--no-pin]
+#                                  [--links memif,vhost,vhost-tso[,pcap]] [--baseline-iwarpd PATH]
+#                                  [--baseline-perf PATH] [--no-pin]
 #                                  [--memif-rsize N] [--repeat N]
 #          application QPs: iwarp-perf (libiwarp) server and client on two
 #          iwarpd daemons over net_memif (rings of 2^14 slots unless
@@ -27,7 +28,8 @@
 #          (same MTU, same bytes and pattern) with the ratio (root, hugepages;
 #          tools/iwarp_perf_bench.py); --baseline-iwarpd runs each iwarpd row
 #          also with that daemon (e.g. the previous build) just before, with
-#          the new/baseline ratio
+#          the new/baseline ratio; --baseline-perf likewise with a previous
+#          iwarp-perf (and the libiwarp linked into it)
 #        tools/bench.sh sctp [--count-4k N] [--count-64k N] [--count-send N] [--rows w4k,w64k,s64] [--repeat N]
 #          RDMA over SCTP (RFC 5043) against iWARP over TCP/MPA through the same
 #          two iwarpd daemons over net_memif: RDMA Write goodput at 4 KiB and

@@ -87,7 +87,8 @@ numbers (the load average is printed with the table).
                       [--count-lat N] [--count-vhost-4k N] [--count-vhost-64k N]
                       [--count-pcap-4k N] [--count-pcap-64k N]
                       [--mtus 1500,9000] [--links memif,vhost,vhost-tso[,pcap]]
-                      [--baseline-iwarpd PATH] [--idle-sleep-us N] [--repeat N]
+                      [--baseline-iwarpd PATH] [--baseline-perf PATH]
+                      [--idle-sleep-us N] [--repeat N]
                       [--tcp-baseline PATH] [--no-pin] [--delayed-ack-us N] [--cq-mod N]
 
 The vhost rows move the same bytes as the kernel's unless --count-vhost-*
@@ -97,6 +98,9 @@ say otherwise.
 (e.g. the previous build), just before --iwarpd (just after it in every
 second repeat), in the same minutes and with the same iwarp-perf, and prints
 both with their ratio: the figure for a daemon change on this noisy machine.
+--baseline-perf PATH does the same with a previous iwarp-perf (libiwarp is
+linked into it: the figure for a libiwarp change); with both, the baseline
+rows run the previous daemon and the previous iwarp-perf together.
 --repeat N runs everything N times and prints medians.
 
 Each node's processes run on one core (the default; --no-pin turns it
@@ -357,21 +361,23 @@ def kernel_runs(args, mtu, with_small):
 
 
 def with_baseline(args, notes, what, runs):
-    """Runs `runs(a)` with the baseline daemon (--baseline-iwarpd), if any,
-    and with --iwarpd (baseline first, or second when args.new_first: the
-    repeats alternate); returns (result, baseline result or None). A failed
-    baseline run is a note, not an error."""
-    if not args.baseline_iwarpd:
+    """Runs `runs(a)` with the baseline binaries (--baseline-iwarpd,
+    --baseline-perf), if any, and with --iwarpd and --perf (baseline first,
+    or second when args.new_first: the repeats alternate); returns (result,
+    baseline result or None). A failed baseline run is a note, not an
+    error."""
+    if not (args.baseline_iwarpd or args.baseline_perf):
         return runs(args), None
     base_args = argparse.Namespace(**vars(args))
-    base_args.iwarpd = args.baseline_iwarpd
+    base_args.iwarpd = args.baseline_iwarpd or args.iwarpd
+    base_args.perf = args.baseline_perf or args.perf
 
     def baseline():
         try:
             return runs(base_args)
         except (aw.TestFailure, RuntimeError) as e:
             lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-            notes.append("%s: baseline iwarpd did not run: %s" %
+            notes.append("%s: baseline did not run: %s" %
                          (what, " / ".join(lines[:1] + lines[-1:])))
             return None
 
@@ -511,6 +517,9 @@ def main():
     ap.add_argument("--baseline-iwarpd", default=None,
                     help="also run every iwarpd row with this daemon binary, just before "
                          "--iwarpd, and print both")
+    ap.add_argument("--baseline-perf", default=None,
+                    help="also run every iwarpd row with this iwarp-perf (and the libiwarp "
+                         "linked into it), just before --perf, and print both")
     args = ap.parse_args()
     if args.tcp_baseline is None:
         args.tcp_baseline = os.path.join(os.path.dirname(os.path.abspath(args.perf)),
@@ -561,11 +570,13 @@ def main():
            "; tcp.delayed_ack_us %s" % ("%d" % args.delayed_ack_us
                                         if args.delayed_ack_us is not None
                                         else "200 (the daemon's default)")))
-    with_prev = bool(args.baseline_iwarpd)
+    with_prev = bool(args.baseline_iwarpd or args.baseline_perf)
     if with_prev:
-        print("baseline iwarpd: %s (run just before each iwarpd row)" % args.baseline_iwarpd)
+        print("baseline: iwarpd %s, iwarp-perf %s (run just before each row, just after it in "
+              "every second repeat)" % (args.baseline_iwarpd or args.iwarpd,
+                                        args.baseline_perf or args.perf))
     print("%-44s %14s %16s %8s%s" % ("", "iwarpd iWARP", "kernel TCP veth", "ratio",
-                                     " %16s %9s" % ("baseline iwarpd", "new/base")
+                                     " %16s %9s" % ("baseline", "new/base")
                                      if with_prev else ""))
     for label, mine, base, higher_better, prev in rows:
         extra = ""
