@@ -264,6 +264,9 @@ int iwarp_dereg_mr(struct iwarp_session* s, uint32_t stag);
 /* Local invalidation (RFC 5042 5.2): the STag stops matching at once. */
 int iwarp_invalidate_stag(struct iwarp_session* s, uint32_t stag);
 
+/* A CQ holds two file descriptors of the process until destroyed: the
+ * eventfd the daemon rings for a sleeping waiter and the epoll set the waits
+ * sleep in (one system call per wake-up). */
 int iwarp_create_cq(struct iwarp_session* s, uint32_t depth, struct iwarp_cq** out);
 int iwarp_destroy_cq(struct iwarp_cq* cq);
 /* Up to `max` completions, oldest first; returns the count. */
