@@ -16,18 +16,30 @@
 
 namespace iwarp::dataplane {
 
-HugepageInfo ProbeHugepages(const std::string& mounts_path, const std::string& meminfo_path) {
-  HugepageInfo info;
+namespace {
+
+// The mount points of every hugetlbfs mount in a mount table, in its order.
+std::vector<std::string> HugetlbfsMounts(const std::string& mounts_path) {
+  std::vector<std::string> out;
   std::ifstream mounts(mounts_path);
   std::string line;
   while (std::getline(mounts, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (f.size() >= 3 && f[2] == "hugetlbfs") {
-      info.mounted = true;
-      info.mount_point = f[1];
-      break;
-    }
+    if (f.size() >= 3 && f[2] == "hugetlbfs") out.push_back(f[1]);
   }
+  return out;
+}
+
+}  // namespace
+
+HugepageInfo ProbeHugepages(const std::string& mounts_path, const std::string& meminfo_path) {
+  HugepageInfo info;
+  const std::vector<std::string> mounts = HugetlbfsMounts(mounts_path);
+  if (!mounts.empty()) {
+    info.mounted = true;
+    info.mount_point = mounts.front();
+  }
+  std::string line;
   std::ifstream meminfo(meminfo_path);
   while (std::getline(meminfo, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
@@ -45,12 +57,8 @@ int RemoveHugepageFiles(const std::string& prefix, int* failed, const std::strin
   if (prefix.empty()) return 0;
   const std::string stem = prefix + "map_";
   int removed = 0;
-  std::ifstream mounts(mounts_path);
-  std::string line;
-  while (std::getline(mounts, line)) {
-    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (f.size() < 3 || f[2] != "hugetlbfs") continue;
-    DIR* dir = opendir(f[1].c_str());
+  for (const std::string& mount : HugetlbfsMounts(mounts_path)) {
+    DIR* dir = opendir(mount.c_str());
     if (dir == nullptr) continue;
     while (const dirent* e = readdir(dir)) {
       const std::string_view name(e->d_name);

@@ -69,10 +69,7 @@ struct iwarp_cq {
   ai::Mapping shm;
   ai::SpscRing<ai::Cqe> ring;
   ai::UniqueFd eventfd;
-  // The waits sleep here: the eventfd edge-triggered (every daemon write is
-  // one event, so the counter is never read back: one system call per
-  // wake-up instead of poll + read) and the session socket for hang-up.
-  ai::UniqueFd epoll;
+  ai::UniqueFd epoll;  // the waits sleep here (MakeWaitSet)
 };
 
 struct iwarp_qp {
@@ -160,7 +157,7 @@ void RingDoorbell(iwarp_session* s) {
 }
 
 // The sleep of iwarp_cq_wait and iwarp_qp_wait_writes: until `ready()`, on
-// the CQ's wait set (WaitSet). `arm()` announces the waiter, fences and
+// the CQ's wait set (MakeWaitSet). `arm()` announces the waiter, fences and
 // rechecks (true: ready after all, nothing armed) as in the doorbell
 // handshake of spsc_ring.h; `disarm()` withdraws it. One deadline for the
 // whole call: a wake-up that finds nothing (a stale doorbell) must not
@@ -203,9 +200,9 @@ int WaitDoorbell(iwarp_session* s, int epfd, int timeout_ms, Ready ready, Arm ar
 }
 
 // A CQ's wait set: its eventfd edge-triggered (each write by the daemon is
-// one event, whatever the counter holds, so the counter need not be read
-// back) and the session socket for hang-up (level-triggered: it stays
-// reported once the daemon is gone).
+// one event, whatever the counter holds, so the counter is never read back:
+// one system call per wake-up instead of poll + read) and the session socket
+// for hang-up (level-triggered: it stays reported once the daemon is gone).
 // Returns 0 or -errno.
 int MakeWaitSet(int efd, int session_sock, ai::UniqueFd* out) {
   ai::UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
