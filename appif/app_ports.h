@@ -9,7 +9,8 @@
 //
 // A port is held while worker 0 has an application listener on it, an
 // application connection whose local port it is (active opens: the
-// ephemeral port; passive: the listening port), or both: a reference count
+// ephemeral port; passive: the listening port; also while the connection
+// lingers in TIME-WAIT after the QP is gone), or both: a reference count
 // per port, published as one bit when it goes 0 <-> 1. Ports are held
 // whatever the remote address, so while an application holds a port every
 // segment to it goes to worker 0 (built-in services never use such a port:

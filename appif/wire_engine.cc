@@ -257,9 +257,10 @@ struct WireEngine::Pending final : tcp::TcpUser {
       ev.listener_id = listener_id;
       eng->Emit(ev);
     }
-    // The stack is done with the connection: its port no longer needs
-    // worker 0 (unless a listener or another connection holds it).
-    if (held_port != 0) eng->UnholdPort(held_port);
+    // The user is done with the connection: its port no longer needs
+    // worker 0 (unless a listener or another connection holds it) once the
+    // stack is done with it too.
+    if (held_port != 0) eng->UnholdPortAfter(c, held_port);
     *this = Pending{};
     eng = nullptr;
   }
@@ -393,6 +394,8 @@ absl::StatusOr<std::unique_ptr<WireEngine>> WireEngine::Create(const WireEngineO
   if (!e->event_fd_.valid()) return absl::ErrnoToStatus(errno, "eventfd");
   e->active_.reserve(options.max_qps);
   e->touched_.reserve(2 * size_t{options.max_qps});
+  e->lingering_.reserve(size_t{stack.options().max_time_wait} + options.max_qps +
+                        options.max_pending + 1);
   e->listeners_ = std::make_unique<Listener[]>(options.max_listeners);
   for (uint32_t i = 0; i < options.max_listeners; ++i) e->listeners_[i].eng = e.get();
   e->pending_ = std::make_unique<Pending[]>(options.max_pending);
@@ -487,6 +490,34 @@ void WireEngine::UnholdPort(uint16_t port) {
                                   std::memory_order_relaxed);
 }
 
+void WireEngine::UnholdPortAfter(tcp::ConnId conn, uint16_t port) {
+  if (stack_.State(conn) == tcp::TcpState::kTimeWait) {
+    if (lingering_.size() == lingering_.capacity()) ReapLingeringPorts();
+    // Never full after the reap (the stack keeps at most max_time_wait
+    // connections there); if it were, the port goes now, as it did before.
+    if (lingering_.size() < lingering_.capacity()) {
+      lingering_.push_back(LingeringPort{conn, port});
+      return;
+    }
+  }
+  UnholdPort(port);
+}
+
+void WireEngine::ReapLingeringPorts() {
+  for (size_t i = 0; i < lingering_.size();) {
+    // A recycled or expired TIME-WAIT reads kClosed (the ConnId's
+    // generation no longer matches); a TIME-WAIT reopened by a new SYN
+    // (RFC 6191) is a new connection with holds of its own.
+    if (stack_.State(lingering_[i].conn) != tcp::TcpState::kTimeWait) {
+      UnholdPort(lingering_[i].port);
+      lingering_[i] = lingering_.back();
+      lingering_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
 bool WireEngine::Activate(WireQpContext* qp) {
   if (qp->in_active_list) return true;
   if (active_.size() == active_.capacity()) return false;  // never reallocate here
@@ -543,12 +574,11 @@ void WireEngine::Release(WireQpContext* qp) {
       stack_.Abort(e.conn(), now_us_);
     }
   }
-  // Active open: the connection is closed or aborted now (a TIME-WAIT
-  // left on worker 0 answers nothing that reaches another worker: that
-  // worker's RST ends it, as the peer's retransmitted FIN would anyway).
+  // Active open: the connection is closed, aborted, or in TIME-WAIT now.
   if (qp->held_port != 0) {
-    UnholdPort(qp->held_port);
+    UnholdPortAfter(qp->held_conn, qp->held_port);
     qp->held_port = 0;
+    qp->held_conn = tcp::ConnId{};
   }
 }
 
@@ -675,6 +705,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
           options_.app_ports != nullptr) {
         if (HoldPort(info.tuple.local_port)) {
           qp->held_port = info.tuple.local_port;
+          qp->held_conn = qp->engine->conn();
         } else {
           qp->engine->Abort(now_us_);  // only with 65535 holds of one port
         }
@@ -997,11 +1028,15 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
           stack_.Abort(p.conn, now_us_);
           pending_dirty_ = true;  // its state is looked at again next time
         } else {
-          if (p.held_port != 0) UnholdPort(p.held_port);
+          if (p.held_port != 0) UnholdPortAfter(p.conn, p.held_port);
           p = Pending{};
         }
       }
     }
+  }
+  if (!lingering_.empty() && now_us_ - linger_scan_us_ >= kPendingScanUs) {
+    linger_scan_us_ = now_us_;
+    ReapLingeringPorts();
   }
   if (sctp_ != nullptr) work += PollSctp();
   for (size_t i = 0; i < active_.size(); ++i) work += PollQp(active_[i]);

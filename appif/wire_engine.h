@@ -116,6 +116,7 @@ struct WireQpContext final : engine::QpObserver {
   uint32_t reply_pd_len = 0;
   uint8_t reply_pd[kMaxPrivateData] = {};  // SCTP active side: the Initiate's private data
   uint16_t held_port = 0;  // TCP active open: the local port held in the AppPortTable, 0 = none
+  tcp::ConnId held_conn;   // and the connection that uses it (the engine QP forgets it on close)
   void* sctp_assoc = nullptr;  // SCTP: the worker's association record
   uint16_t sctp_stream = 0;
   // Send work requests in the engine: the engine carries a slot index as its
@@ -367,6 +368,14 @@ class WireEngine final : private engine::MemoryDomain {
   // tcp_port_holds). Without a table HoldPort returns true and does nothing.
   bool HoldPort(uint16_t port);
   void UnholdPort(uint16_t port);
+  // The hold of a connection's port once its user lets go of it: dropped
+  // now, or, while the stack keeps the connection in TIME-WAIT (an active
+  // close), when the TIME-WAIT ends (ReapLingeringPorts). Until then the
+  // old connection's late segments (a retransmitted FIN) still reach the
+  // stack on worker 0 that answers them (RFC 9293 3.10.7.4), not another
+  // worker's stack that would reset the peer.
+  void UnholdPortAfter(tcp::ConnId conn, uint16_t port);
+  void ReapLingeringPorts();
 
   // RDMA over SCTP (wire_sctp.cc; wire_sctp_none.cc without usrsctp).
   absl::Status CreateSctp();
@@ -400,6 +409,14 @@ class WireEngine final : private engine::MemoryDomain {
   std::unique_ptr<uint8_t[]> gather_staging_;  // engine::kGatherStagingSize bytes
   std::unique_ptr<SctpState, SctpStateDeleter> sctp_;
   std::vector<WireCq*> touched_;  // capacity reserved
+  struct LingeringPort {
+    tcp::ConnId conn;
+    uint16_t port;
+  };
+  // Ports held for connections in TIME-WAIT (UnholdPortAfter); capacity
+  // reserved for every connection the stack can keep in TIME-WAIT, every QP
+  // and every passive connection.
+  std::vector<LingeringPort> lingering_;
   uint64_t now_us_ = 0;
   uint32_t next_request_id_ = 1;
   bool events_touched_ = false;
@@ -408,6 +425,7 @@ class WireEngine final : private engine::MemoryDomain {
   // (their timeouts): not on every poll of a busy worker.
   bool pending_dirty_ = false;
   uint64_t pending_scan_us_ = 0;
+  uint64_t linger_scan_us_ = 0;  // lingering_ is looked at as often
 
   struct Counters;
   std::unique_ptr<Counters> counters_;

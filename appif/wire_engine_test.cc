@@ -214,6 +214,8 @@ class WireEngineTest : public ::testing::Test {
     return n;
   }
 
+  void DisconnectDestroyAndWaitOutTimeWait(bool a_closes);
+
   bool markers_ = true;
   bool zero_copy_ = false;
   tcp::testing::RingLink link_;
@@ -515,6 +517,64 @@ TEST_F(WireEngineTest, PortsAreHeldWhileTheStackUsesThem) {
   for (int i = 0; i < 20000 && ports_b_.held_ports() != 0; ++i) Step();
   EXPECT_FALSE(ports_b_.Held(kPort));
   EXPECT_EQ(eb_->stats().tcp_port_holds, 0u);
+}
+
+// A port stays held while its connection lingers in TIME-WAIT after the
+// QP that used it is gone, so a late segment of the old connection (the
+// peer's retransmitted FIN) still reaches this worker's stack rather than
+// another worker's RST; the hold goes when the TIME-WAIT ends. `closer` is
+// the side whose application disconnects (the active closer, RFC 9293
+// 3.6): A's connection is an active open (the QP holds its port), B's an
+// accepted one (the listener's connection proxy holds it).
+void WireEngineTest::DisconnectDestroyAndWaitOutTimeWait(bool a_closes) {
+  AppQp& closer = a_closes ? a_ : b_;
+  WireEngine& ec = a_closes ? *ea_ : *eb_;
+  tcp::TcpStack& sc = a_closes ? *sa_ : *sb_;
+  AppPortTable& pc = a_closes ? ports_a_ : ports_b_;
+  const tcp::ConnId conn = closer.ctx->engine->conn();
+  tcp::TcpConnInfo info;
+  ASSERT_TRUE(sc.GetConnection(conn, &info));
+  const uint16_t port = info.tuple.local_port;
+  if (!a_closes) {  // only the connection holds B's port from here on
+    WireCommand unlisten;
+    unlisten.type = WireCommandType::kUnlisten;
+    unlisten.listener_id = 7;
+    ASSERT_EQ(Call(*eb_, unlisten), 0);
+  }
+  ASSERT_EQ(pc.holds(port), 1u);
+
+  WireCommand d;
+  d.type = WireCommandType::kDisconnect;
+  d.qp = closer.ctx.get();
+  ASSERT_TRUE(ec.PushCommand(d));
+  for (int i = 0; i < 200000 && sc.State(conn) != tcp::TcpState::kTimeWait; ++i) Step();
+  ASSERT_EQ(sc.State(conn), tcp::TcpState::kTimeWait);
+  for (int i = 0; i < 200; ++i) Step();  // the engine's scans run
+  EXPECT_EQ(pc.holds(port), 1u);
+  WireCommand destroy;
+  destroy.type = WireCommandType::kDestroyQp;
+  destroy.qp = closer.ctx.get();
+  ASSERT_EQ(Call(ec, destroy), 0);
+  for (int i = 0; i < 200; ++i) Step();
+  EXPECT_EQ(sc.State(conn), tcp::TcpState::kTimeWait);
+  EXPECT_TRUE(pc.Held(port)) << "the port went while its connection is in TIME-WAIT";
+  EXPECT_EQ(ec.stats().tcp_port_holds, 1u);
+
+  // 2*MSL later the stack frees the connection and the hold goes with it.
+  now_ += uint64_t{sc.options().time_wait_s} * 1'000'000;
+  for (int i = 0; i < 200; ++i) Step();
+  EXPECT_EQ(sc.State(conn), tcp::TcpState::kClosed);
+  EXPECT_FALSE(pc.Held(port));
+  EXPECT_EQ(pc.held_ports(), 0u);
+  EXPECT_EQ(ec.stats().tcp_port_holds, 0u);
+}
+
+TEST_F(WireEngineTest, ActiveOpenPortIsHeldThroughTimeWait) {
+  DisconnectDestroyAndWaitOutTimeWait(/*a_closes=*/true);
+}
+
+TEST_F(WireEngineTest, AcceptedConnectionPortIsHeldThroughTimeWait) {
+  DisconnectDestroyAndWaitOutTimeWait(/*a_closes=*/false);
 }
 
 // A listen on a port the table reserves for a built-in service is refused.

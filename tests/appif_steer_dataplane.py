@@ -24,7 +24,9 @@ that A's worker 1 handed frames to worker 0 (steered_app > 0) and answered
 no RST, that no steering ring overflowed, and that A holds no port once the
 connections and the listener are gone. Then the roles swap: an application
 on A connects N times to a listener on B (active opens from A's worker 0,
-replies fanned out over A's two queues) with the same checks. A first case
+replies fanned out over A's two queues) with the same checks; A's
+connections, closed by A, keep their ports held while they linger in
+TIME-WAIT (tcp.time_wait_s 3 on A) and give them back after. A first case
 checks that an
 application cannot listen on the port of a built-in service (iwarp_responder
 on A): the listen fails with EADDRINUSE and says so.
@@ -53,14 +55,15 @@ PORT = 18600
 CONNECTIONS = 32
 MESSAGE = 16384
 RESPONDER_PORT = 9999
+TIME_WAIT_S = 3  # daemon A's tcp.time_wait_s (2*MSL; the default is 60)
 
 
 class SteerDaemon(mj.VdevPort, awd.AppDaemon):
     """An AppDaemon on a net_af_packet port in an existing namespace, with
     `workers` worker lcores floating over CPUs 0 and 1."""
 
-    def __init__(self, args, name, ip, ns, vdev, workers, services=""):
-        super().__init__(args, name, ip, "server", "unused", services)
+    def __init__(self, args, name, ip, ns, vdev, workers, services="", tcp_extra=""):
+        super().__init__(args, name, ip, "server", "unused", services, tcp_extra=tcp_extra)
         self.workers = workers
         self.use_port(ns, vdev, 1500)
 
@@ -139,6 +142,11 @@ def port_holds_drain(d, timeout_s=10):
     return d.ctl_json("app")["wire_tcp_port_holds"] == 0
 
 
+def tcp_connections(d, lcore):
+    """TCP connections (any state, TIME-WAIT included) of daemon `d`'s lcore."""
+    return d.ctl_json("tcp")["lcore_%d" % lcore]["connections"]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iwarpd", required=True)
@@ -156,7 +164,7 @@ def main():
         a = SteerDaemon(args, "sa", iwd.A_IP, link.ns[0],
                         "net_af_packet0,iface=%s,qpairs=2" % link.ifs[0], 2,
                         services="  - {name: resp, type: iwarp_responder, port: %d}\n" %
-                        RESPONDER_PORT)
+                        RESPONDER_PORT, tcp_extra="  time_wait_s: %d\n" % TIME_WAIT_S)
         a.start()
         b = SteerDaemon(args, "sb", iwd.B_IP, link.ns[1],
                         "net_af_packet0,iface=%s,qpairs=1" % link.ifs[1], 1)
@@ -253,8 +261,20 @@ def main():
         tcp = a.ctl_json("tcp")
         check(tcp["lcore_2"]["segments_in"] == 0 and tcp["lcore_2"]["rsts_out"] == 0,
               "A's worker 1 TCP stack still saw nothing and sent no RST")
-        check(port_holds_drain(a),
-              "daemon A gave back every ephemeral port once its QPs were destroyed")
+        # A's application closed its connections (active closes): each
+        # lingers in TIME-WAIT on worker 0 and keeps its port steered there,
+        # so the peer's late FIN still finds the stack that answers it; the
+        # ports go when the TIME-WAITs end.
+        holds = a.ctl_json("app")["wire_tcp_port_holds"]
+        lingering = tcp_connections(a, 1)
+        log("after the QPs were destroyed: %d ports held, %d TCP connections on worker 0" %
+            (holds, lingering))
+        check(holds > 0 and holds == lingering,
+              "daemon A still holds the port of each connection in TIME-WAIT (%d ports, %d "
+              "connections)" % (holds, lingering))
+        check(port_holds_drain(a, TIME_WAIT_S + 10),
+              "daemon A gave back every ephemeral port once its connections left TIME-WAIT")
+        check(tcp_connections(a, 1) == 0, "worker 0's TIME-WAITs are over")
         sys.stdout.write(dpi.run([args.iwarpctl, "--prefix", a.prefix, "app"]).stdout)
         b.stop()
         a.stop()
