@@ -18,6 +18,25 @@ namespace iwarp::dataplane {
 
 namespace {
 
+// A mount table field as the kernel writes it: space, tab, newline and
+// backslash as three octal digits after a backslash (\040 for a space;
+// fstab(5)). Anything else is kept as written.
+std::string UnescapeMountField(std::string_view f) {
+  std::string out;
+  out.reserve(f.size());
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] == '\\' && i + 3 < f.size() && f[i + 1] >= '0' && f[i + 1] <= '3' &&
+        f[i + 2] >= '0' && f[i + 2] <= '7' && f[i + 3] >= '0' && f[i + 3] <= '7') {
+      const int c = (f[i + 1] - '0') * 64 + (f[i + 2] - '0') * 8 + (f[i + 3] - '0');
+      out.push_back(static_cast<char>(c));
+      i += 3;
+    } else {
+      out.push_back(f[i]);
+    }
+  }
+  return out;
+}
+
 // The mount points of every hugetlbfs mount in a mount table, in its order.
 std::vector<std::string> HugetlbfsMounts(const std::string& mounts_path) {
   std::vector<std::string> out;
@@ -25,7 +44,7 @@ std::vector<std::string> HugetlbfsMounts(const std::string& mounts_path) {
   std::string line;
   while (std::getline(mounts, line)) {
     std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (f.size() >= 3 && f[2] == "hugetlbfs") out.push_back(f[1]);
+    if (f.size() >= 3 && f[2] == "hugetlbfs") out.push_back(UnescapeMountField(f[1]));
   }
   return out;
 }

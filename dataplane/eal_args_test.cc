@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 
 namespace iwarp::dataplane {
@@ -113,7 +114,9 @@ TEST(EalArgs, RemoveHugepageFilesTakesOnlyThisPrefixsFilesFromHugetlbfsMounts) {
   const std::filesystem::path root =
       std::filesystem::path(::testing::TempDir()) / ("hugefiles_" + std::to_string(getpid()));
   std::filesystem::remove_all(root);
-  const auto h1 = root / "huge1", h2 = root / "huge2", t = root / "tmp";
+  // The second one's path has a space and a backslash, which the mount
+  // table writes as \040 and \134.
+  const auto h1 = root / "huge1", h2 = root / "huge 2\\x", t = root / "tmp";
   for (const auto& d : {h1, h2, t}) std::filesystem::create_directories(d);
   auto touch = [](const std::filesystem::path& p) { FILE* f = fopen(p.c_str(), "w"); fclose(f); };
   for (const char* n : {"pmap_0", "pmap_17", "p2map_0", "pmap_", "pmap_1x", "xpmap_0", "pmap"}) {
@@ -127,7 +130,9 @@ TEST(EalArgs, RemoveHugepageFilesTakesOnlyThisPrefixsFilesFromHugetlbfsMounts) {
     fprintf(f, "proc /proc proc rw 0 0\n");
     fprintf(f, "nodev %s hugetlbfs rw,relatime,pagesize=2M 0 0\n", h1.c_str());
     fprintf(f, "tmpfs %s tmpfs rw 0 0\n", t.c_str());
-    fprintf(f, "nodev %s hugetlbfs rw,relatime,pagesize=1024M 0 0\n", h2.c_str());
+    const std::string escaped =
+        absl::StrReplaceAll(h2.string(), {{"\\", "\\134"}, {" ", "\\040"}});
+    fprintf(f, "nodev %s hugetlbfs rw,relatime,pagesize=1024M 0 0\n", escaped.c_str());
     fprintf(f, "nodev %s/missing hugetlbfs rw 0 0\n", root.c_str());
     fclose(f);
   }
