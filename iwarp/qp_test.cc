@@ -14,6 +14,7 @@ namespace iwarp::engine {
 namespace {
 
 using testing::Pair;
+using testing::PairTcpOptions;
 using testing::Side;
 using tcp::testing::Pattern;
 
@@ -461,7 +462,7 @@ TEST(QpData, ZeroCopyOverAnImpairedLinkDeliversIdenticalData) {
   const tcp::testing::Link::Impairment imp = Lossy(11);
   QpOptions o = Opts();
   o.zero_copy_tx = true;
-  tcp::TcpOptions topt;
+  tcp::TcpOptions topt = PairTcpOptions();
   topt.max_zero_copy_sends = 4096;  // (most) FPDUs of the 2 MiB from a by reference
   Pair p(o, o, imp, topt);
   ASSERT_TRUE(p.Establish());
@@ -708,7 +709,7 @@ TEST(QpTeardown, AbortAfterCloseIsAnError) {
 }
 
 TEST(QpTeardown, RetransmissionTimeoutIsAnError) {
-  tcp::TcpOptions t;
+  tcp::TcpOptions t = PairTcpOptions();
   t.rto_min_us = 10'000;
   t.rto_initial_us = 20'000;
   t.rto_max_us = 40'000;
