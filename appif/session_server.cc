@@ -166,6 +166,7 @@ struct SessionServer::Zombie {
   std::unique_ptr<WireQpContext> ctx;
   Mapping shm;
   std::unique_ptr<Mr> mr;
+  std::shared_ptr<Cq> scq, rcq;  // the QP's CQs: the worker may still write them
 };
 
 struct SessionServer::Session {
@@ -179,7 +180,9 @@ struct SessionServer::Session {
   SpscRing<Event> eq;
   std::set<uint32_t> pds;
   std::map<uint32_t, std::unique_ptr<Mr>> mrs;  // by STag
-  std::map<uint32_t, std::unique_ptr<Cq>> cqs;
+  // Shared: a QP whose destroy the worker never acknowledged keeps its CQs
+  // (Zombie), since the worker may still complete into them.
+  std::map<uint32_t, std::shared_ptr<Cq>> cqs;
   std::map<uint32_t, std::unique_ptr<Qp>> qps;
   std::set<uint32_t> listeners;
   uint64_t registered_bytes = 0;
@@ -191,7 +194,33 @@ struct SessionServer::Session {
 SessionServer::SessionServer(SessionServerOptions options)
     : options_(std::move(options)),
       stags_(options_.stag_table_size),
-      counters_(std::make_unique<Counters>()) {}
+      counters_(std::make_unique<Counters>()) {
+  next_id_ = options_.first_object_id;
+}
+
+uint32_t SessionServer::NewId() {
+  // Terminates: the limits keep far fewer than 2^32 objects alive.
+  for (;;) {
+    const uint32_t id = next_id_++;
+    if (id != 0 && !IdInUse(id)) return id;
+  }
+}
+
+bool SessionServer::IdInUse(uint32_t id) const {
+  if (listeners_.count(id) != 0 || requests_.count(id) != 0 || wire_qps_.count(id) != 0) {
+    return true;
+  }
+  for (const auto& z : zombies_) {
+    if (z->ctx != nullptr && z->ctx->qp_id == id) return true;  // the worker may still name it
+  }
+  for (const auto& [fd, s] : sessions_) {
+    if (s->id == id || s->pds.count(id) != 0 || s->cqs.count(id) != 0 || s->qps.count(id) != 0 ||
+        s->listeners.count(id) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
 
 SessionServer::~SessionServer() {
   while (!sessions_.empty()) CloseSession(sessions_.begin()->second.get(), "server shutdown");
@@ -377,7 +406,7 @@ void SessionServer::AcceptSessions() {
       continue;
     }
     auto s = std::make_unique<Session>();
-    s->id = next_id_++;
+    s->id = NewId();
     s->cred = cred;
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -439,7 +468,13 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         nfds = 0;  // consumed
         break;
       case Op::kAllocPd: {
-        const uint32_t pd = next_id_++;
+        if (s->pds.size() >= options_.max_pds_per_session) {
+          err = EDQUOT;
+          s->last_error = absl::StrFormat("max_pds_per_session (%u) reached",
+                                          options_.max_pds_per_session);
+          break;
+        }
+        const uint32_t pd = NewId();
         s->pds.insert(pd);
         Add(counters_->pds_active, 1);
         SetBody(&resp, IdResp{pd});
@@ -554,6 +589,12 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
           err = EINVAL;
           break;
         }
+        if (s->listeners.size() >= options_.max_listeners_per_session) {
+          err = EDQUOT;
+          s->last_error = absl::StrFormat("max_listeners_per_session (%u) reached",
+                                          options_.max_listeners_per_session);
+          break;
+        }
         const Transport tr = static_cast<Transport>(lr.transport);
         for (const auto& [id, l] : listeners_) {
           if (l->transport == tr && l->port == lr.port &&
@@ -569,7 +610,7 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
           err = EPROTONOSUPPORT;
           break;
         }
-        const uint32_t lid = next_id_++;
+        const uint32_t lid = NewId();
         if (options_.wire_engine != nullptr) {
           WireCommand c;
           c.type = WireCommandType::kListen;
@@ -794,8 +835,8 @@ int SessionServer::DoCreateCq(Session* s, const Message& req, size_t len, int* f
   const uint32_t depth = RoundUpPow2(r.depth);
   auto shm = Mapping::CreateMemfd("iwarp-cq", RingBytes<Cqe>(depth));
   if (!shm.ok()) return ENOMEM;
-  auto cq = std::make_unique<Cq>();
-  cq->id = next_id_++;
+  auto cq = std::make_shared<Cq>();
+  cq->id = NewId();
   cq->owner = s;
   cq->shm = std::move(*shm);
   cq->ring = SpscRing<Cqe>(cq->shm.data(), depth);
@@ -829,7 +870,7 @@ int SessionServer::DoCreateQp(Session* s, const Message& req, size_t len, Messag
   auto shm = Mapping::CreateMemfd("iwarp-qp", layout.bytes());
   if (!shm.ok()) return ENOMEM;
   auto qp = std::make_unique<Qp>();
-  qp->id = next_id_++;
+  qp->id = NewId();
   qp->owner = s;
   qp->pd = r.pd;
   qp->scq = s->cqs[r.send_cq].get();
@@ -901,7 +942,7 @@ int SessionServer::DoConnect(Session* s, const Message& req, size_t len, Message
     return EINVAL;
   }
   auto cr = std::make_unique<ConnRequest>();
-  cr->id = next_id_++;
+  cr->id = NewId();
   cr->initiator = qp;
   cr->listener = target;
   qp->state = QpState::kConnecting;
@@ -1095,6 +1136,8 @@ void SessionServer::DestroyQp(Session* s, Qp* qp) {
       auto z = std::make_unique<Zombie>();
       z->ctx = std::move(qp->wire);
       z->shm = std::move(qp->shm);
+      z->scq = s->cqs[qp->scq->id];
+      z->rcq = s->cqs[qp->rcq->id];
       zombies_.push_back(std::move(z));
     }
   }
@@ -1231,7 +1274,7 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
         return;
       }
       auto cr = std::make_unique<ConnRequest>();
-      cr->id = next_id_++;
+      cr->id = NewId();
       cr->listener = lit->second;
       cr->wire = true;
       cr->engine_request_id = ev.request_id;

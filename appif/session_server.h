@@ -70,6 +70,8 @@ struct SessionServerOptions {
   uint32_t max_qps_per_session = 256;
   uint32_t max_cqs_per_session = 256;
   uint32_t max_mrs_per_session = 4096;
+  uint32_t max_pds_per_session = 1024;
+  uint32_t max_listeners_per_session = 64;
   uint64_t max_registered_bytes_per_session = uint64_t{1} << 30;
   uint32_t max_queue_depth = 4096;   // SQ, RQ, CQ entries (power of two)
   uint32_t event_queue_depth = 64;
@@ -89,6 +91,11 @@ struct SessionServerOptions {
   // How long the control thread waits for the worker to acknowledge a
   // command that releases or publishes memory (MR, QP destroy, listen).
   uint32_t wire_ack_timeout_ms = 2000;
+  // The first id handed out for sessions, PDs, CQs, QPs, listeners and
+  // connection requests (one 32-bit space; an id is never 0 and never one a
+  // live object has, also after the counter wraps). Tests start it just
+  // below the wrap.
+  uint32_t first_object_id = 1;
   // Control-path log sink ("session 3 opened by uid 1000 pid 42", ...).
   std::function<void(std::string_view)> log;
 };
@@ -191,6 +198,12 @@ class SessionServer {
   void WakeCq(Cq* cq);
   void PublishWrite(Qp* qp);  // a loopback RDMA Write landed in qp
   void RebuildPollList();
+  // The next object id: not 0 and not the id of any live session, PD, CQ,
+  // QP, listener or connection request (the counter wraps after 2^32
+  // allocations, which an application can drive: a PD id seen twice would
+  // let one session's PD pass the checks of another's memory regions).
+  uint32_t NewId();
+  bool IdInUse(uint32_t id) const;
 
   SessionServerOptions options_;
   UniqueFd listen_fd_;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -457,6 +458,96 @@ TEST(LoopbackLimits, PerSessionLimitsAndCredentials) {
   iwarp_session* s = nullptr;
   EXPECT_LT(iwarp_open(locked.socket_path().c_str(), &s), 0);
   EXPECT_EQ(locked.stats().sessions_refused, 1u);
+}
+
+// Object ids come from one 32-bit counter that applications drive (every
+// PD, CQ, QP, listener and request takes one). After it wraps, an id is
+// never 0 and never one a live object has: a second session's PD with the
+// id of the first's would pass the checks of the first's memory regions.
+TEST(LoopbackLimits, ObjectIdsStayUniqueAcrossTheWrap) {
+  SessionServerOptions o;
+  o.first_object_id = 0xFFFFFFF0u;
+  TestHost host(o);
+  ASSERT_TRUE(host.ok());
+  App a;
+  a.Open(host.socket_path());  // session, PD, CQ and QP ids just below the wrap
+  ASSERT_GE(a.pd, 0xFFFFFFF0u);
+  App b;
+  b.Open(host.socket_path());
+  std::set<uint32_t> seen = {a.pd, b.pd};
+  // 64 more PDs of b, each freed again, walk the counter past 2^32.
+  for (int i = 0; i < 64; ++i) {
+    uint32_t pd = 0;
+    ASSERT_EQ(iwarp_alloc_pd(b.s, &pd), 0) << iwarp_last_error(b.s);
+    EXPECT_NE(pd, 0u);
+    EXPECT_NE(pd, a.pd);
+    EXPECT_NE(pd, b.pd);
+    seen.insert(pd);
+    ASSERT_EQ(iwarp_dealloc_pd(b.s, pd), 0);
+  }
+  EXPECT_GT(seen.size(), 16u);
+  EXPECT_TRUE(seen.count(1) != 0) << "the counter wrapped";
+  // a's memory stays a's: b, with a PD of its own from after the wrap,
+  // cannot use a's STag as a local key.
+  uint32_t pd = 0;
+  ASSERT_EQ(iwarp_alloc_pd(b.s, &pd), 0);
+  iwarp_qp* qp = nullptr;
+  iwarp_qp_attr attr{pd, b.cq, b.cq, 4, 4};
+  ASSERT_EQ(iwarp_create_qp(b.s, &attr, &qp), 0) << iwarp_last_error(b.s);
+  iwarp_addr addr{0, 7200};
+  uint32_t lid;
+  ASSERT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
+  ASSERT_EQ(iwarp_connect(qp, &addr, nullptr, 0), 0);
+  iwarp_event req = a.Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(a.s, req.request_id, a.qp, nullptr, 0), 0);
+  b.Event(IWARP_EVENT_ESTABLISHED);
+  std::memcpy(a.mem, "a-only", 6);
+  iwarp_sge sge{a.mr.addr, 6, a.mr.stag};  // a's region, as b's local source
+  iwarp_send_wr wr{};
+  wr.wr_id = 1;
+  wr.opcode = IWARP_WR_RDMA_WRITE;
+  wr.flags = IWARP_SEND_SIGNALED;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.remote_addr = a.mr.addr + 64;
+  wr.rkey = a.mr.stag;
+  ASSERT_EQ(iwarp_post_send(qp, &wr, 1), 1);
+  iwarp_wc wc{};
+  for (int i = 0; i < 50 && iwarp_poll_cq(b.cq, &wc, 1) != 1; ++i) iwarp_cq_wait(b.cq, 100);
+  EXPECT_EQ(wc.wr_id, 1u);
+  EXPECT_EQ(wc.status, IWARP_WC_LOC_PROT_ERR);
+  EXPECT_NE(std::memcmp(a.mem + 64, "a-only", 6), 0) << "b placed a's bytes through a's STag";
+  a.Close();
+  b.Close();
+}
+
+TEST(LoopbackLimits, PdsAndListenersPerSessionAreBounded) {
+  SessionServerOptions o;
+  o.max_pds_per_session = 3;
+  o.max_listeners_per_session = 2;
+  TestHost host(o);
+  ASSERT_TRUE(host.ok());
+  App a;
+  a.Open(host.socket_path());  // one PD
+  uint32_t pd[3];
+  EXPECT_EQ(iwarp_alloc_pd(a.s, &pd[0]), 0);
+  EXPECT_EQ(iwarp_alloc_pd(a.s, &pd[1]), 0);
+  EXPECT_EQ(iwarp_alloc_pd(a.s, &pd[2]), -EDQUOT);
+  EXPECT_NE(std::string(iwarp_last_error(a.s)).find("max_pds_per_session"), std::string::npos);
+  ASSERT_EQ(iwarp_dealloc_pd(a.s, pd[1]), 0);
+  EXPECT_EQ(iwarp_alloc_pd(a.s, &pd[2]), 0);  // room again
+  uint32_t lid;
+  iwarp_addr addr{0, 7301};
+  EXPECT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
+  addr.port = 7302;
+  EXPECT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
+  addr.port = 7303;
+  EXPECT_EQ(iwarp_listen(a.s, &addr, &lid), -EDQUOT);
+  EXPECT_NE(std::string(iwarp_last_error(a.s)).find("max_listeners_per_session"),
+            std::string::npos);
+  EXPECT_EQ(iwarp_unlisten(a.s, lid), 0);
+  EXPECT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
+  a.Close();
 }
 
 TEST(LoopbackMemory, OwnMemfdMustBeSealed) {
