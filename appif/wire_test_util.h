@@ -121,6 +121,10 @@ class TestWorker {
   }
   bool ok() const { return engine_ != nullptr; }
   WireEngine* engine() const { return engine_.get(); }
+  // A stalled worker (it polls nothing until Resume): commands to it time
+  // out on the control side.
+  void Pause() { paused_ = true; }
+  void Resume() { paused_ = false; }
   // Stack counters are written by the worker; read them after Stop only.
   void Stop() {
     stop_ = true;
@@ -136,6 +140,10 @@ class TestWorker {
   void Loop() {
     uint32_t idle = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
+      if (paused_.load(std::memory_order_relaxed)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
       const uint64_t now = NowUs();
       size_t work = link_.Deliver(side_, *stack_, now, engine_.get());
       stack_->RunTimers(now);
@@ -155,6 +163,7 @@ class TestWorker {
   std::unique_ptr<tcp::TcpStack> stack_;
   std::unique_ptr<WireEngine> engine_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> paused_{false};
   std::thread thread_;
 };
 

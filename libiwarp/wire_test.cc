@@ -184,6 +184,47 @@ INSTANTIATE_TEST_SUITE_P(Mpa, WireTest,
 class Wire : public WireTest {};
 INSTANTIATE_TEST_SUITE_P(Default, Wire, ::testing::Values(WireParams{true, false}));
 
+// A destroy the worker does not acknowledge in time (a stalled worker)
+// leaves the QP's context and memory to the worker (a zombie). Its CQs stay
+// too, although the application destroys them and closes its session: the
+// worker, once it runs again, flushes the QP's posted receive into its CQ
+// and must find that CQ's ring and eventfd still there.
+TEST_P(Wire, CqsOfAnUnacknowledgedDestroyOutliveTheSession) {
+  OpenApps(1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  c.PostRecv(5, c.mr.addr, 64, c.mr.stag);
+  a_->worker.Pause();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(iwarp_destroy_qp(c.qp), 0);  // the control side gives up waiting
+  c.qp = nullptr;
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
+  EXPECT_EQ(iwarp_destroy_cq(c.cq), 0);
+  c.cq = nullptr;
+  iwarp_close(c.s);
+  c.s = nullptr;
+  a_->worker.Resume();
+  // The worker runs the destroy now, flushing the receive into the kept CQ
+  // and resetting the connection (the server's QP sees it end); the daemon
+  // keeps serving: a new application connects and moves data.
+  EXPECT_EQ(server_->Event(IWARP_EVENT_DISCONNECTED).reason, ECONNRESET);
+  App again;
+  again.Open(a_->host.socket_path(), 1 << 16);
+  iwarp_addr to{kIpB, kPort};
+  ASSERT_EQ(iwarp_connect(again.qp, &to, nullptr, 0), 0) << iwarp_last_error(again.s);
+  iwarp_event req = server_->Event(IWARP_EVENT_CONNECT_REQUEST);
+  iwarp_qp* sqp = nullptr;
+  iwarp_qp_attr attr{server_->pd, server_->cq, server_->cq, 16, 16};
+  ASSERT_EQ(iwarp_create_qp(server_->s, &attr, &sqp), 0);
+  ASSERT_EQ(iwarp_accept(server_->s, req.request_id, sqp, nullptr, 0), 0);
+  again.Event(IWARP_EVENT_ESTABLISHED);
+  std::memcpy(again.mem, "after-zombie", 12);
+  again.Post(1, IWARP_WR_RDMA_WRITE, again.mr.addr, 12, again.mr.stag, server_->mr.addr + 128,
+             server_->mr.stag);
+  EXPECT_EQ(again.Wc().status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(server_->mem + 128, "after-zombie", 12), 0);
+}
+
 // The target of an RDMA Write gets no completion (RFC 5040); the worker
 // counts placed Writes in the QP's shared memory and rings a sleeping
 // application's receive CQ eventfd. A 1 MiB Write wakes a sleeper once it is
