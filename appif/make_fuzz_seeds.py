@@ -25,7 +25,7 @@ def ctl(op, body, fds=0):
 
 ALLOC_PD = ctl(2, struct.pack("<I", 0))
 REG_MR = ctl(4, struct.pack("<IIQQQII", 2, 7, 0, 65536, VA, 1, 0), fds=3)
-CREATE_CQ = ctl(6, struct.pack("<I", 16), fds=1)
+CREATE_CQ = ctl(6, struct.pack("<I", 16))  # the daemon makes the wake-up pipe
 def create_qp(): return ctl(8, struct.pack("<IIIII", 2, 3, 3, 4, 4))
 LISTEN = ctl(10, struct.pack("<IHHII", 0, 1, 0, 0, 0))
 # An SCTP listener (ListenReq::transport 1): refused by a daemon without SCTP.

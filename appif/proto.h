@@ -2,7 +2,7 @@
 //
 // Transport: one AF_UNIX SOCK_SEQPACKET connection per session; each request
 // is one datagram answered by exactly one response datagram with the same
-// `seq`. File descriptors (memfds, eventfds) travel as SCM_RIGHTS. The socket
+// `seq`. File descriptors (memfds, eventfds, pipe ends) travel as SCM_RIGHTS. The socket
 // carries control operations only; data-path work and connection events go
 // through the shared rings. Closing the socket ends the session: the daemon
 // then flushes and frees everything the session owned.
@@ -23,12 +23,13 @@
 namespace iwarp::appif {
 
 enum class Op : uint32_t {
-  kOpen = 1,        // OpenReq + fds {doorbell eventfd, event eventfd} -> OpenResp + fd {event ring memfd}
+  kOpen = 1,        // OpenReq + fd {doorbell eventfd} -> OpenResp + fds {event ring memfd,
+                    //                                    event wake-up pipe read end}
   kAllocPd = 2,     // -> IdResp
   kDeallocPd = 3,   // IdReq
   kRegMr = 4,       // RegMrReq + fd {memfd} -> IdResp (STag)
   kDeregMr = 5,     // IdReq (STag)
-  kCreateCq = 6,    // CreateCqReq + fd {eventfd} -> CreateCqResp + fd {ring memfd}
+  kCreateCq = 6,    // CreateCqReq -> CreateCqResp + fds {ring memfd, wake-up pipe read end}
   kDestroyCq = 7,   // IdReq
   kCreateQp = 8,    // CreateQpReq -> CreateQpResp + fd {SQ/RQ memfd}
   kDestroyQp = 9,   // IdReq

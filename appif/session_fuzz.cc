@@ -53,15 +53,16 @@ struct Client {
     Message m;
     m.hdr.op = static_cast<uint32_t>(Op::kOpen);
     SetBody(&m, OpenReq{});
-    const int fds[2] = {eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)};
-    SendMessage(sock, m, fds, 2);
-    close(fds[0]);
-    close(fds[1]);
+    const int doorbell = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    SendMessage(sock, m, &doorbell, 1);
+    close(doorbell);
     server->PollControl(0);
     Drain();
     return true;
   }
-  // Reads responses; maps shared memory the server hands out.
+  // Reads responses; maps shared memory the server hands out and closes
+  // every descriptor (the wake-up pipes' read ends too: the server's writes
+  // into them then fail with EPIPE and must not end the process).
   void Drain() {
     for (;;) {
       Message r;

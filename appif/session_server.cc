@@ -2,8 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -38,16 +38,37 @@ uint32_t RoundUpPow2(uint32_t v) {
   return p;
 }
 
-void Ring(int eventfd) {
-  if (eventfd < 0) return;
-  const uint64_t one = 1;
-  // A full counter (EAGAIN) still means "readable": nothing is lost.
-  [[maybe_unused]] const ssize_t n = write(eventfd, &one, sizeof(one));
+// The daemon's wake-ups of an application (its event ring, its CQs) go
+// through pipes the daemon makes: it keeps the write end for itself alone (an
+// open file description no application ever holds, non-blocking) and hands
+// the read end to the application. So no application can make the worker's
+// or the control thread's write block: with a descriptor the application
+// also holds (as the eventfds it used to pass in) it could clear O_NONBLOCK
+// and fill the counter, and the next write would never return. A closed
+// read end makes the write fail with EPIPE (SIGPIPE is ignored, Create).
+struct WakePipe {
+  UniqueFd daemon_end;  // write end
+  UniqueFd app_end;     // read end
+};
+
+int MakeWakePipe(WakePipe* out) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return errno;
+  out->app_end.Reset(p[0]);
+  out->daemon_end.Reset(p[1]);
+  return 0;
 }
 
-// True if `fd` is an eventfd. The daemon writes to and reads from the
-// descriptors an application hands it; a pipe or socket there could block the
-// daemon's thread, so nothing else is accepted.
+void Ring(int fd) {
+  if (fd < 0) return;
+  const uint8_t one = 1;
+  // A full pipe (EAGAIN) is still readable: the wake-up is not lost.
+  [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
+}
+
+// True if `fd` is an eventfd (the application's doorbell). The daemon only
+// watches it, edge-triggered, and never reads it: a read could block on a
+// descriptor whose flags the application controls.
 bool IsEventfd(int fd) {
   char link[64];
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
@@ -57,6 +78,7 @@ bool IsEventfd(int fd) {
   return std::strcmp(link, "anon_inode:[eventfd]") == 0;
 }
 
+// The wire engine's event descriptor: an eventfd of the daemon's own.
 void Drain(int eventfd) {
   uint64_t v;
   [[maybe_unused]] const ssize_t n = read(eventfd, &v, sizeof(v));
@@ -113,7 +135,7 @@ struct SessionServer::Cq {
   Session* owner = nullptr;
   Mapping shm;
   SpscRing<Cqe> ring;
-  UniqueFd eventfd;
+  UniqueFd eventfd;  // the write end of the CQ's wake-up pipe (the daemon's alone)
   uint32_t users = 0;  // QPs completing into it
   bool touched = false;
   // Producer rule: a CQ serves loopback QPs (the control thread writes it)
@@ -174,8 +196,8 @@ struct SessionServer::Session {
   UniqueFd sock;
   ucred cred{};
   bool opened = false;
-  UniqueFd doorbell;  // app -> daemon
-  UniqueFd eventfd;   // daemon -> app (event ring)
+  UniqueFd doorbell;  // app -> daemon: its eventfd, watched edge-triggered, never read
+  UniqueFd eventfd;   // daemon -> app (event ring): the write end of its pipe
   Mapping eq_shm;
   SpscRing<Event> eq;
   std::set<uint32_t> pds;
@@ -262,6 +284,10 @@ absl::StatusOr<std::unique_ptr<SessionServer>> SessionServer::Create(SessionServ
   }
   options.max_queue_depth = RoundUpPow2(options.max_queue_depth);
   options.event_queue_depth = RoundUpPow2(options.event_queue_depth);
+  // The daemon writes into wake-up pipes whose read ends applications hold;
+  // an application that closed its end must cost an EPIPE, not a signal
+  // that ends the daemon (process-wide: the worker lcores write them too).
+  signal(SIGPIPE, SIG_IGN);
   std::unique_ptr<SessionServer> s(new SessionServer(std::move(options)));
   if (absl::Status st = s->Listen(); !st.ok()) return st;
   return s;
@@ -363,7 +389,7 @@ int SessionServer::PollControl(int timeout_ms) {
     if (tag == kTagListen) {
       AcceptSessions();
     } else if (tag == kTagDoorbell) {
-      Drain(fd);
+      // Edge-triggered: one event per write by the application; never read.
       Add(counters_->doorbells, 1);
     } else if (tag == kTagWire) {
       Drain(fd);  // the events themselves are taken by PollWire
@@ -453,7 +479,7 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
   Message resp;
   resp.hdr.op = req.hdr.op;
   resp.hdr.seq = req.hdr.seq;
-  UniqueFd out_fd;
+  UniqueFd out_fd[kMaxFds];  // sent in this order
   s->last_error.clear();
   int err = 0;
   IdReq idr;
@@ -464,7 +490,7 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
   } else {
     switch (op) {
       case Op::kOpen:
-        err = DoOpen(s, req, len, fds, nfds, &resp, &out_fd);
+        err = DoOpen(s, req, len, fds, nfds, &resp, out_fd);
         nfds = 0;  // consumed
         break;
       case Op::kAllocPd: {
@@ -553,7 +579,7 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         break;
       }
       case Op::kCreateCq:
-        err = DoCreateCq(s, req, len, fds, nfds, &resp, &out_fd);
+        err = DoCreateCq(s, req, len, fds, nfds, &resp, out_fd);
         nfds = 0;
         break;
       case Op::kDestroyCq: {
@@ -573,7 +599,7 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         break;
       }
       case Op::kCreateQp:
-        err = DoCreateQp(s, req, len, &resp, &out_fd);
+        err = DoCreateQp(s, req, len, &resp, out_fd);
         break;
       case Op::kDestroyQp:
         if (!GetBody(req, len, &idr) || s->qps.count(idr.id) == 0) {
@@ -692,30 +718,32 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
     std::memcpy(resp.body, s->last_error.data(), n);
     resp.hdr.body_len = static_cast<uint32_t>(n + 1);
   }
-  int out = out_fd.get();
-  SendMessage(s->sock.get(), resp, &out, (err == 0 && out_fd.valid()) ? 1 : 0);
+  int out[kMaxFds];
+  int nout = 0;
+  for (int i = 0; err == 0 && i < kMaxFds && out_fd[i].valid(); ++i) out[nout++] = out_fd[i].get();
+  SendMessage(s->sock.get(), resp, out, nout);
 }
 
 int SessionServer::DoOpen(Session* s, const Message& req, size_t len, int* fds, int nfds,
-                          Message* resp, UniqueFd* out_fd) {
-  UniqueFd doorbell(nfds > 0 ? fds[0] : -1), evfd(nfds > 1 ? fds[1] : -1);
+                          Message* resp, UniqueFd* out_fds) {
+  UniqueFd doorbell(nfds > 0 ? fds[0] : -1);
+  for (int i = 1; i < nfds; ++i) close(fds[i]);
   OpenReq r;
   if (s->opened) return EALREADY;
-  if (!GetBody(req, len, &r) || nfds != 2) {
-    s->last_error = "open needs OpenReq and two eventfds";
+  if (!GetBody(req, len, &r) || nfds != 1) {
+    s->last_error = "open needs OpenReq and one eventfd (the doorbell)";
     return EINVAL;
   }
   if (r.abi_version != kAbiVersion) {
     s->last_error = absl::StrFormat("ABI version %u, daemon speaks %u", r.abi_version, kAbiVersion);
     return EPROTONOSUPPORT;
   }
-  // Both must be eventfds: the daemon writes to one and reads the other.
-  if (!IsEventfd(doorbell.get()) || !IsEventfd(evfd.get())) {
-    s->last_error = "doorbell and event descriptors must be eventfds";
+  if (!IsEventfd(doorbell.get())) {
+    s->last_error = "the doorbell descriptor must be an eventfd";
     return EINVAL;
   }
-  const int fl = fcntl(doorbell.get(), F_GETFL);
-  if (fl < 0 || fcntl(doorbell.get(), F_SETFL, fl | O_NONBLOCK) != 0) return EINVAL;
+  WakePipe events;
+  if (int e = MakeWakePipe(&events); e != 0) return e;
   const uint32_t depth = RoundUpPow2(std::clamp<uint32_t>(
       r.event_depth == 0 ? options_.event_queue_depth : r.event_depth, 4,
       options_.event_queue_depth));
@@ -726,13 +754,14 @@ int SessionServer::DoOpen(Session* s, const Message& req, size_t len, int* fds, 
   s->eq.Init();
   Add(counters_->mapped_bytes, s->eq_shm.mapped_bytes());
   epoll_event ev{};
-  ev.events = EPOLLIN;
+  ev.events = EPOLLIN | EPOLLET;
   ev.data.u64 = kTagDoorbell | static_cast<uint32_t>(doorbell.get());
   if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, doorbell.get(), &ev) != 0) return errno;
   s->doorbell = std::move(doorbell);
-  s->eventfd = std::move(evfd);
+  s->eventfd = std::move(events.daemon_end);
   s->opened = true;
-  out_fd->Reset(dup(s->eq_shm.fd()));
+  out_fds[0].Reset(dup(s->eq_shm.fd()));
+  out_fds[1] = std::move(events.app_end);
   SetBody(resp, OpenResp{s->id, depth, RingBytes<Event>(depth)});
   return 0;
 }
@@ -816,22 +845,19 @@ int SessionServer::DoRegMr(Session* s, const Message& req, size_t len, int* fds,
 }
 
 int SessionServer::DoCreateCq(Session* s, const Message& req, size_t len, int* fds, int nfds,
-                              Message* resp, UniqueFd* out_fd) {
-  UniqueFd evfd(nfds > 0 ? fds[0] : -1);
-  for (int i = 1; i < nfds; ++i) close(fds[i]);
+                              Message* resp, UniqueFd* out_fds) {
+  for (int i = 0; i < nfds; ++i) close(fds[i]);
   CreateCqReq r;
-  if (!GetBody(req, len, &r) || nfds != 1 || r.depth == 0 || r.depth > options_.max_queue_depth) {
-    s->last_error = "CQ needs a depth in 1..max_queue_depth and an eventfd";
+  if (!GetBody(req, len, &r) || nfds != 0 || r.depth == 0 || r.depth > options_.max_queue_depth) {
+    s->last_error = "CQ needs a depth in 1..max_queue_depth (and no descriptor)";
     return EINVAL;
   }
   if (s->cqs.size() >= options_.max_cqs_per_session) {
     s->last_error = "max_cqs_per_session reached";
     return EDQUOT;
   }
-  if (!IsEventfd(evfd.get())) {
-    s->last_error = "CQ descriptor is not an eventfd";
-    return EINVAL;
-  }
+  WakePipe wake;
+  if (int e = MakeWakePipe(&wake); e != 0) return e;
   const uint32_t depth = RoundUpPow2(r.depth);
   auto shm = Mapping::CreateMemfd("iwarp-cq", RingBytes<Cqe>(depth));
   if (!shm.ok()) return ENOMEM;
@@ -841,8 +867,9 @@ int SessionServer::DoCreateCq(Session* s, const Message& req, size_t len, int* f
   cq->shm = std::move(*shm);
   cq->ring = SpscRing<Cqe>(cq->shm.data(), depth);
   cq->ring.Init();
-  cq->eventfd = std::move(evfd);
-  out_fd->Reset(dup(cq->shm.fd()));
+  cq->eventfd = std::move(wake.daemon_end);
+  out_fds[0].Reset(dup(cq->shm.fd()));
+  out_fds[1] = std::move(wake.app_end);
   SetBody(resp, CreateCqResp{cq->id, depth, RingBytes<Cqe>(depth)});
   Add(counters_->mapped_bytes, cq->shm.mapped_bytes());
   Add(counters_->cqs_active, 1);
@@ -851,7 +878,7 @@ int SessionServer::DoCreateCq(Session* s, const Message& req, size_t len, int* f
 }
 
 int SessionServer::DoCreateQp(Session* s, const Message& req, size_t len, Message* resp,
-                              UniqueFd* out_fd) {
+                              UniqueFd* out_fds) {
   CreateQpReq r;
   if (!GetBody(req, len, &r) || r.sq_depth == 0 || r.rq_depth == 0 ||
       r.sq_depth > options_.max_queue_depth || r.rq_depth > options_.max_queue_depth) {
@@ -885,7 +912,7 @@ int SessionServer::DoCreateQp(Session* s, const Message& req, size_t len, Messag
   qp->notify = reinterpret_cast<QpNotify*>(qp->shm.data() + layout.notify_offset());
   qp->notify->writes_placed.store(0, std::memory_order_relaxed);
   qp->notify->waiter.store(0, std::memory_order_relaxed);
-  out_fd->Reset(dup(qp->shm.fd()));
+  out_fds[0].Reset(dup(qp->shm.fd()));
   SetBody(resp, CreateQpResp{qp->id, layout.sq_depth, layout.rq_depth, 0, layout.bytes()});
   Add(counters_->mapped_bytes, qp->shm.mapped_bytes());
   Add(counters_->qps_active, 1);

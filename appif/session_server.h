@@ -169,7 +169,7 @@ class SessionServer {
   int DoRegMr(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp);
   int DoCreateCq(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp,
                  UniqueFd* out_fd);
-  int DoCreateQp(Session* s, const Message& req, size_t len, Message* resp, UniqueFd* out_fd);
+  int DoCreateQp(Session* s, const Message& req, size_t len, Message* resp, UniqueFd* out_fds);
   int DoConnect(Session* s, const Message& req, size_t len, Message* resp);
   int DoAccept(Session* s, const Message& req, size_t len, Message* resp);
   int DoReject(Session* s, const Message& req, size_t len, Message* resp);

@@ -19,8 +19,10 @@
 
 namespace iwarp::appif {
 
-// 2: transport in ListenReq / ConnectReq; 3: QpNotify after the RQ.
-inline constexpr uint32_t kAbiVersion = 3;
+// 2: transport in ListenReq / ConnectReq; 3: QpNotify after the RQ; 4: the
+// daemon wakes the application through pipes it makes (kOpen's event pipe,
+// kCreateCq's wake-up pipe) instead of the application's eventfds.
+inline constexpr uint32_t kAbiVersion = 4;
 inline constexpr uint32_t kMaxSge = 4;
 // RFC 5044 7.1: MPA allows 512; deployed peers (siw, cxgb4) take 256.
 inline constexpr uint32_t kMaxPrivateData = 256;

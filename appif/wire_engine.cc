@@ -32,6 +32,15 @@ void RingEventfd(int fd) {
   [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
 }
 
+// A CQ's wake-up: one byte into the write end of its pipe, which the daemon
+// alone holds, non-blocking (session_server.cc, MakeNotifyPipe): a full
+// pipe is still readable, and no application can make this write block.
+void RingPipe(int fd) {
+  if (fd < 0) return;
+  const uint8_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
+}
+
 void* AllocRing(size_t bytes) {
   const size_t rounded = (bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
   void* p = std::aligned_alloc(kCacheLine, rounded);
@@ -975,7 +984,7 @@ void WireEngine::PublishWrites(WireQpContext* qp) {
   const uint64_t placed = qp->engine->stats().writes_placed;
   if (placed == qp->writes_published || qp->notify == nullptr) return;
   qp->writes_published = placed;
-  if (PublishPlacedWrites(qp->notify, placed) && qp->rcq != nullptr) RingEventfd(qp->rcq->eventfd);
+  if (PublishPlacedWrites(qp->notify, placed) && qp->rcq != nullptr) RingPipe(qp->rcq->eventfd);
 }
 
 uint32_t WireEngine::PostReceives() {
@@ -1042,7 +1051,7 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
   for (size_t i = 0; i < active_.size(); ++i) work += PollQp(active_[i]);
   for (WireCq* cq : touched_) {
     cq->touched = false;
-    if (cq->ring.TakeWakeRequest()) RingEventfd(cq->eventfd);
+    if (cq->ring.TakeWakeRequest()) RingPipe(cq->eventfd);
   }
   touched_.clear();
   if (events_touched_) {

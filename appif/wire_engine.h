@@ -44,7 +44,7 @@
 //    (SessionServer refuses to mix loopback and wire QPs on one CQ).
 //
 // Fast path (Poll): no allocation, locks or logging. System calls only to
-// ring an application's CQ eventfd or the control thread's event eventfd,
+// ring an application's CQ (its wake-up pipe) or the control thread's event eventfd,
 // and only when that side announced it sleeps (spsc_ring.h doorbells).
 // Shared memory is copied out before use; SQE/RQE fields are validated
 // (opcode, SGE count, lkey/PD/bounds/rights by the engine's local checks).
@@ -82,7 +82,7 @@ class WireEngine;
 struct WireCq {
   uint32_t id = 0;
   SpscRing<Cqe> ring;
-  int eventfd = -1;  // the application's CQ eventfd (owned by the session)
+  int eventfd = -1;  // the write end of the CQ's wake-up pipe (owned by the session server)
   bool touched = false;
 };
 

@@ -8,7 +8,7 @@
 // named counter.
 //
 // Own binary: it replaces global operator new (alloc_counter_dep).
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,7 +49,9 @@ struct AppQp {
   SpscRing<Rqe> rq;
   SpscRing<Cqe> cq;  // application: consumer
   WireCq wcq;
-  UniqueFd cq_eventfd;  // the application's CQ eventfd
+  // The CQ's wake-up pipe (as the session server makes it): the engine
+  // writes a byte per wake-up into the write end; the test reads the other.
+  UniqueFd cq_wake_read, cq_wake_write;
   std::unique_ptr<WireQpContext> ctx;
   uint32_t stag = 0;
   uint64_t base_to = 0x7000'0000;
@@ -69,8 +71,12 @@ struct AppQp {
     wcq.id = qp_id;
     wcq.ring = SpscRing<Cqe>(cq_mem.get(), 2 * kDepth);
     wcq.ring.AttachAsProducer();
-    cq_eventfd.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    wcq.eventfd = cq_eventfd.get();
+    int p[2] = {-1, -1};
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
+      cq_wake_read.Reset(p[0]);
+      cq_wake_write.Reset(p[1]);
+    }
+    wcq.eventfd = cq_wake_write.get();
     ctx = std::make_unique<WireQpContext>();
     ctx->qp_id = qp_id;
     ctx->owner = &e;
@@ -94,10 +100,11 @@ struct AppQp {
     stag = ddp::MakeStag(stag_index, 0x42);
   }
   QpNotify* Notify() { return reinterpret_cast<QpNotify*>(qp_mem.get() + layout.notify_offset()); }
-  // What the CQ eventfd holds (0: not rung), emptying it.
+  // How many wake-ups the CQ's pipe holds (0: not rung), emptying it.
   uint64_t TakeDoorbell() {
-    uint64_t v = 0;
-    return read(cq_eventfd.get(), &v, sizeof(v)) == sizeof(v) ? v : 0;
+    uint8_t buf[64];
+    const ssize_t n = read(cq_wake_read.get(), buf, sizeof(buf));
+    return n > 0 ? static_cast<uint64_t>(n) : 0;
   }
   WireCommand RegCommand(uint32_t pd) const {
     WireCommand c;
@@ -278,7 +285,7 @@ TEST_F(WireEngineTest, SteadyStateSendWriteReadThroughRingsAllocatesNothing) {
 // The Data Sink of an RDMA Write gets no completion (RFC 5040), so the
 // worker counts placed Writes in the QP's notify block. The count moves only
 // once every byte of the Write is in memory (checked after every step of a
-// multi-segment Write), rings the CQ eventfd only for an application that
+// multi-segment Write), rings the CQ's wake-up pipe only for an application that
 // announced it sleeps (and clears that), counts a zero-length Write, and
 // ignores Sends.
 TEST_F(WireEngineTest, PlacedWritesAreCountedOnceWholeAndRingOnlyASleeper) {

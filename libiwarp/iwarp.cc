@@ -45,8 +45,8 @@ static_assert(IWARP_EVENT_DEVICE_FATAL == static_cast<int>(ai::EventType::kDevic
 
 struct iwarp_session {
   ai::UniqueFd sock;
-  ai::UniqueFd doorbell;  // we write, daemon reads
-  ai::UniqueFd eventfd;   // daemon writes when the event ring gets an entry
+  ai::UniqueFd doorbell;  // our eventfd: we write, the daemon watches it
+  ai::UniqueFd eventfd;   // read end of the daemon's event pipe: a byte per wake-up
   ai::Mapping eq_shm;
   ai::SpscRing<ai::Event> eq;
   std::mutex mu;  // control calls
@@ -68,8 +68,9 @@ struct iwarp_cq {
   uint32_t id;
   ai::Mapping shm;
   ai::SpscRing<ai::Cqe> ring;
-  ai::UniqueFd eventfd;
+  ai::UniqueFd wake;   // read end of the CQ's wake-up pipe (the daemon writes a byte per wake-up)
   ai::UniqueFd epoll;  // the waits sleep here (MakeWaitSet)
+  uint32_t arms = 0;   // waits armed since the pipe was last emptied (WaitDoorbell)
 };
 
 struct iwarp_qp {
@@ -79,7 +80,7 @@ struct iwarp_qp {
   ai::SpscRing<ai::Sqe> sq;
   ai::SpscRing<ai::Rqe> rq;
   ai::QpNotify* notify;  // in shm
-  iwarp_cq* rcq;         // its eventfd carries the notify doorbell
+  iwarp_cq* rcq;         // its wake-up pipe carries the notify doorbell
 };
 
 iwarp_session::~iwarp_session() {
@@ -95,10 +96,11 @@ int64_t MonotonicMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
-// One request/response exchange. Returns 0 or -errno; `resp_fd` receives a
-// descriptor if the daemon sent one.
+// One request/response exchange. Returns 0 or -errno; `resp_fds` (an array
+// of ai::kMaxFds, or nullptr) receives the descriptors the daemon sent, in
+// order.
 int Call(iwarp_session* s, ai::Op op, const void* body, size_t body_len, const int* fds, int nfds,
-         ai::Message* resp, ai::UniqueFd* resp_fd) {
+         ai::Message* resp, ai::UniqueFd* resp_fds) {
   if (s->dead) return -EPIPE;
   ai::Message req;
   req.hdr.op = static_cast<uint32_t>(op);
@@ -121,8 +123,8 @@ int Call(iwarp_session* s, ai::Op op, const void* body, size_t body_len, const i
       return -EPIPE;
     }
     for (int i = 0; i < rn; ++i) {
-      if (i == 0 && resp_fd != nullptr) {
-        resp_fd->Reset(rfds[0]);
+      if (resp_fds != nullptr) {
+        resp_fds[i].Reset(rfds[i]);
       } else {
         close(rfds[i]);
       }
@@ -156,6 +158,21 @@ void RingDoorbell(iwarp_session* s) {
   [[maybe_unused]] const ssize_t n = write(s->doorbell.get(), &one, sizeof(one));
 }
 
+// Reads what the daemon wrote into a wake-up pipe (never blocks: the end is
+// non-blocking). Bounded: a few reads of a pipe's worth at most.
+void DrainPipe(int fd) {
+  uint8_t buf[4096];
+  for (int i = 0; i < 16 && read(fd, buf, sizeof(buf)) == static_cast<ssize_t>(sizeof(buf)); ++i) {
+  }
+}
+
+// The waits sleep edge-triggered on the wake-up pipe and do not read it on
+// every wake-up (one system call less each time). The daemon writes at most
+// one byte per armed wait, so emptying the pipe every kArmsPerDrain arms
+// keeps it far from full (a pipe holds at least one page, 4096 bytes; a
+// full one would take no more bytes and so make no more edges).
+constexpr uint32_t kArmsPerDrain = 1024;
+
 // The sleep of iwarp_cq_wait and iwarp_qp_wait_writes: until `ready()`, on
 // the CQ's wait set (MakeWaitSet). `arm()` announces the waiter, fences and
 // rechecks (true: ready after all, nothing armed) as in the doorbell
@@ -167,10 +184,16 @@ constexpr uint64_t kWaitDoorbell = 0;
 constexpr uint64_t kWaitSession = 1;
 
 template <typename Ready, typename Arm, typename Disarm>
-int WaitDoorbell(iwarp_session* s, int epfd, int timeout_ms, Ready ready, Arm arm, Disarm disarm) {
+int WaitDoorbell(iwarp_cq* cq, int timeout_ms, Ready ready, Arm arm, Disarm disarm) {
+  iwarp_session* s = cq->s;
+  const int epfd = cq->epoll.get();
   const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
   for (;;) {
     if (ready()) return 0;
+    if (++cq->arms >= kArmsPerDrain) {
+      cq->arms = 0;
+      DrainPipe(cq->wake.get());
+    }
     if (arm()) return 0;
     int wait_ms = -1;
     if (deadline_ms >= 0) {
@@ -199,11 +222,11 @@ int WaitDoorbell(iwarp_session* s, int epfd, int timeout_ms, Ready ready, Arm ar
   }
 }
 
-// A CQ's wait set: its eventfd edge-triggered (each write by the daemon is
-// one event, whatever the counter holds, so the counter is never read back:
-// one system call per wake-up instead of poll + read) and the session socket
-// for hang-up (level-triggered: it stays reported once the daemon is gone).
-// Returns 0 or -errno.
+// A CQ's wait set: its wake-up pipe edge-triggered (each write by the
+// daemon is one event, whatever the pipe holds, so it is read only now and
+// then: one system call per wake-up instead of poll + read) and the session
+// socket for hang-up (level-triggered: it stays reported once the daemon is
+// gone). Returns 0 or -errno.
 int MakeWaitSet(int efd, int session_sock, ai::UniqueFd* out) {
   ai::UniqueFd ep(epoll_create1(EPOLL_CLOEXEC));
   if (!ep.valid()) return -errno;
@@ -241,19 +264,19 @@ int iwarp_open(const char* socket_path, iwarp_session** out) {
   std::memcpy(addr.sun_path, path.data(), path.size());
   if (connect(s->sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return -errno;
   s->doorbell.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  s->eventfd.Reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!s->doorbell.valid() || !s->eventfd.valid()) return -errno;
+  if (!s->doorbell.valid()) return -errno;
   ai::OpenReq req;
-  const int fds[2] = {s->doorbell.get(), s->eventfd.get()};
+  const int fd = s->doorbell.get();
   ai::Message resp;
-  ai::UniqueFd shm_fd;
-  if (int e = Call(s.get(), ai::Op::kOpen, &req, sizeof(req), fds, 2, &resp, &shm_fd); e != 0) {
+  ai::UniqueFd rfds[ai::kMaxFds];  // event ring memfd, event wake-up pipe
+  if (int e = Call(s.get(), ai::Op::kOpen, &req, sizeof(req), &fd, 1, &resp, rfds); e != 0) {
     return e;
   }
   ai::OpenResp r;
   std::memcpy(&r, resp.body, sizeof(r));
-  if (!shm_fd.valid() || !ai::IsPowerOfTwo(r.event_depth)) return -EPROTO;
-  auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, r.event_ring_bytes);
+  if (!rfds[0].valid() || !rfds[1].valid() || !ai::IsPowerOfTwo(r.event_depth)) return -EPROTO;
+  s->eventfd = std::move(rfds[1]);
+  auto m = ai::Mapping::MapForeign(rfds[0].get(), 0, r.event_ring_bytes);
   if (!m.ok()) return -EPROTO;
   s->eq_shm = std::move(*m);
   s->eq = ai::SpscRing<ai::Event>(s->eq_shm.data(), r.event_depth);
@@ -341,23 +364,22 @@ int iwarp_invalidate_stag(iwarp_session* s, uint32_t stag) {
 
 int iwarp_create_cq(iwarp_session* s, uint32_t depth, iwarp_cq** out) {
   *out = nullptr;
-  ai::UniqueFd efd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!efd.valid()) return -errno;
-  ai::UniqueFd ep;
-  if (int e = MakeWaitSet(efd.get(), s->sock.get(), &ep); e != 0) return e;
   ai::CreateCqReq req{depth};
-  const int fd = efd.get();
   std::lock_guard<std::mutex> l(s->mu);
   ai::Message resp;
-  ai::UniqueFd shm_fd;
-  if (int e = Call(s, ai::Op::kCreateCq, &req, sizeof(req), &fd, 1, &resp, &shm_fd); e != 0) {
+  ai::UniqueFd rfds[ai::kMaxFds];  // ring memfd, wake-up pipe
+  if (int e = Call(s, ai::Op::kCreateCq, &req, sizeof(req), nullptr, 0, &resp, rfds); e != 0) {
     return e;
   }
   ai::CreateCqResp r;
   std::memcpy(&r, resp.body, sizeof(r));
-  auto m = ai::Mapping::MapForeign(shm_fd.get(), 0, r.ring_bytes);
+  if (!rfds[0].valid() || !rfds[1].valid()) return -EPROTO;
+  ai::UniqueFd ep;
+  if (int e = MakeWaitSet(rfds[1].get(), s->sock.get(), &ep); e != 0) return e;
+  auto m = ai::Mapping::MapForeign(rfds[0].get(), 0, r.ring_bytes);
   if (!m.ok() || !ai::IsPowerOfTwo(r.depth)) return -EPROTO;
-  auto cq = new (std::nothrow) iwarp_cq{s, r.cq, std::move(*m), {}, std::move(efd), std::move(ep)};
+  auto cq = new (std::nothrow)
+      iwarp_cq{s, r.cq, std::move(*m), {}, std::move(rfds[1]), std::move(ep), 0};
   if (cq == nullptr) return -ENOMEM;
   cq->ring = ai::SpscRing<ai::Cqe>(cq->shm.data(), r.depth);
   cq->ring.AttachAsConsumer();
@@ -392,7 +414,7 @@ int iwarp_poll_cq(iwarp_cq* cq, iwarp_wc* wc, int max) {
 
 int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
   return WaitDoorbell(
-      cq->s, cq->epoll.get(), timeout_ms, [cq] { return cq->ring.Available() != 0; },
+      cq, timeout_ms, [cq] { return cq->ring.Available() != 0; },
       [cq] {
         if (!cq->ring.PrepareToWait()) return false;
         cq->ring.CancelWait();
@@ -409,7 +431,7 @@ int iwarp_qp_wait_writes(iwarp_qp* qp, uint64_t seen, int timeout_ms) {
   ai::QpNotify* n = qp->notify;
   auto placed = [n, seen] { return n->writes_placed.load(std::memory_order_acquire) != seen; };
   return WaitDoorbell(
-      qp->s, qp->rcq->epoll.get(), timeout_ms, placed,
+      qp->rcq, timeout_ms, placed,
       [n, placed] {
         n->waiter.store(1, std::memory_order_relaxed);
         ai::FenceBeforeWaitCheck();
@@ -427,8 +449,9 @@ int iwarp_create_qp(iwarp_session* s, const iwarp_qp_attr* attr, iwarp_qp** out)
                       attr->rq_depth};
   std::lock_guard<std::mutex> l(s->mu);
   ai::Message resp;
-  ai::UniqueFd shm_fd;
-  if (int e = Call(s, ai::Op::kCreateQp, &req, sizeof(req), nullptr, 0, &resp, &shm_fd); e != 0) {
+  ai::UniqueFd rfds[ai::kMaxFds];  // SQ/RQ memfd
+  ai::UniqueFd& shm_fd = rfds[0];
+  if (int e = Call(s, ai::Op::kCreateQp, &req, sizeof(req), nullptr, 0, &resp, rfds); e != 0) {
     return e;
   }
   ai::CreateQpResp r;
@@ -644,10 +667,7 @@ int iwarp_get_event(iwarp_session* s, iwarp_event* ev, int timeout_ms) {
     if (n < 0 && errno != EINTR) return -errno;
     if (n == 0) return 0;
     if ((p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0) s->dead = true;
-    if (p[0].revents & POLLIN) {
-      uint64_t v;
-      [[maybe_unused]] const ssize_t r = read(s->eventfd.get(), &v, sizeof(v));
-    }
+    if (p[0].revents & POLLIN) DrainPipe(s->eventfd.get());
   }
 }
 

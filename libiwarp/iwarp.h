@@ -264,9 +264,9 @@ int iwarp_dereg_mr(struct iwarp_session* s, uint32_t stag);
 /* Local invalidation (RFC 5042 5.2): the STag stops matching at once. */
 int iwarp_invalidate_stag(struct iwarp_session* s, uint32_t stag);
 
-/* A CQ holds two file descriptors of the process until destroyed: the
- * eventfd the daemon rings for a sleeping waiter and the epoll set the waits
- * sleep in (one system call per wake-up). */
+/* A CQ holds two file descriptors of the process until destroyed: the read
+ * end of the pipe the daemon writes to wake a sleeping waiter and the epoll
+ * set the waits sleep in (one system call per wake-up). */
 int iwarp_create_cq(struct iwarp_session* s, uint32_t depth, struct iwarp_cq** out);
 int iwarp_destroy_cq(struct iwarp_cq* cq);
 /* Up to `max` completions, oldest first; returns the count. */
@@ -294,7 +294,7 @@ uint64_t iwarp_qp_writes_placed(const struct iwarp_qp* qp);
  * application waiting for a peer's Write (a flag at the end of a buffer,
  * say) can sleep instead of spinning on the byte beside the daemon's busy
  * worker: 0 once it moved, -ETIMEDOUT after `timeout_ms` (-1 waits forever),
- * -EPIPE when the daemon is gone. It sleeps on the eventfd of the QP's
+ * -EPIPE when the daemon is gone. It sleeps on the wake-up pipe of the QP's
  * receive CQ, so it counts as a wait on that CQ: one thread at a time waits
  * on a CQ, with iwarp_cq_wait or this. */
 int iwarp_qp_wait_writes(struct iwarp_qp* qp, uint64_t seen, int timeout_ms);

@@ -5,7 +5,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "appif/test_host.h"
 #include "gtest/gtest.h"
@@ -548,6 +553,98 @@ TEST(LoopbackLimits, PdsAndListenersPerSessionAreBounded) {
   EXPECT_EQ(iwarp_unlisten(a.s, lid), 0);
   EXPECT_EQ(iwarp_listen(a.s, &addr, &lid), 0);
   a.Close();
+}
+
+// One request/response of a raw-protocol client (no libiwarp): the
+// response and the descriptors that came with it.
+Message RawCall(int sock, Op op, const void* body, size_t body_len, const int* fds, int nfds,
+                std::vector<UniqueFd>* rfds) {
+  static uint32_t seq = 0;
+  Message m;
+  m.hdr.op = static_cast<uint32_t>(op);
+  m.hdr.seq = ++seq;
+  m.hdr.body_len = static_cast<uint32_t>(body_len);
+  std::memcpy(m.body, body, body_len);
+  Message r;
+  r.hdr.error = -1;
+  if (SendMessage(sock, m, fds, nfds) != 0) return r;
+  pollfd p{sock, POLLIN, 0};
+  if (poll(&p, 1, 5000) != 1) return r;
+  int got[kMaxFds];
+  int n = 0;
+  if (RecvMessage(sock, &r, got, &n) <= 0) return r;
+  for (int i = 0; i < n; ++i) rfds->emplace_back(got[i]);
+  return r;
+}
+
+// A hostile application on the raw protocol: its doorbell eventfd is
+// blocking with a full counter, and it closes the read end of the event pipe
+// the daemon hands it at once, then arms its event ring. The daemon wakes it
+// anyway (a connection request for its listener): the write into the closed
+// pipe costs an EPIPE, not the process (SIGPIPE would end this test), and no
+// daemon call blocks on a descriptor the application controls (the daemon
+// only watches the doorbell, never reads it; its pipe end is its own):
+// other applications' traffic keeps flowing.
+TEST(LoopbackHostile, ClosedWakePipeAndFullDoorbellStopNothing) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, host.socket_path().c_str(), host.socket_path().size());
+  ASSERT_EQ(connect(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  UniqueFd doorbell(eventfd(0, EFD_CLOEXEC));  // blocking
+  const uint64_t full = 0xFFFFFFFFFFFFFFFEull;
+  ASSERT_EQ(write(doorbell.get(), &full, sizeof(full)), 8);
+  std::vector<UniqueFd> fds;
+  const int db = doorbell.get();
+  OpenReq open;
+  Message r = RawCall(sock.get(), Op::kOpen, &open, sizeof(open), &db, 1, &fds);
+  ASSERT_EQ(r.hdr.error, 0);
+  ASSERT_EQ(fds.size(), 2u);  // event ring memfd, event wake-up pipe
+  OpenResp o;
+  std::memcpy(&o, r.body, sizeof(o));
+  auto eq_map = Mapping::MapForeign(fds[0].get(), 0, o.event_ring_bytes);
+  ASSERT_TRUE(eq_map.ok());
+  SpscRing<Event> eq(eq_map->data(), o.event_depth);
+  eq.AttachAsConsumer();
+  fds[1].Reset(-1);  // the event pipe's read end: closed
+  ListenReq lr;
+  lr.port = 7400;
+  r = RawCall(sock.get(), Op::kListen, &lr, sizeof(lr), nullptr, 0, &fds);
+  ASSERT_EQ(r.hdr.error, 0);
+  ASSERT_FALSE(eq.PrepareToWait());  // armed: the daemon writes the pipe for the next event
+
+  App b;
+  b.Open(host.socket_path());
+  iwarp_addr addr{0, 7400};
+  ASSERT_EQ(iwarp_connect(b.qp, &addr, nullptr, 0), 0);
+  for (int i = 0; i < 500 && eq.Available() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(eq.Available(), 1) << "the connection request reached the hostile session's ring";
+  Event ev;
+  eq.Peek(0, &ev);
+  EXPECT_EQ(ev.type, static_cast<uint32_t>(EventType::kConnectRequest));
+
+  // The daemon still serves everyone else.
+  App c, d;
+  c.Open(host.socket_path());
+  d.Open(host.socket_path());
+  iwarp_addr addr2{0, 7401};
+  uint32_t lid;
+  ASSERT_EQ(iwarp_listen(c.s, &addr2, &lid), 0);
+  ASSERT_EQ(iwarp_connect(d.qp, &addr2, nullptr, 0), 0);
+  iwarp_event req = c.Event(IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(c.s, req.request_id, c.qp, nullptr, 0), 0);
+  d.Event(IWARP_EVENT_ESTABLISHED);
+  std::memcpy(d.mem, "still-serving", 13);
+  d.Post(1, IWARP_WR_RDMA_WRITE, d.mr.addr, 13, d.mr.stag, c.mr.addr + 32, c.mr.stag);
+  EXPECT_EQ(d.Wc().status, IWARP_WC_SUCCESS);
+  EXPECT_EQ(std::memcmp(c.mem + 32, "still-serving", 13), 0);
+  c.Close();
+  d.Close();
+  b.Close();
 }
 
 TEST(LoopbackMemory, OwnMemfdMustBeSealed) {

@@ -227,7 +227,7 @@ TEST_P(Wire, CqsOfAnUnacknowledgedDestroyOutliveTheSession) {
 
 // The target of an RDMA Write gets no completion (RFC 5040); the worker
 // counts placed Writes in the QP's shared memory and rings a sleeping
-// application's receive CQ eventfd. A 1 MiB Write wakes a sleeper once it is
+// application's receive CQ's wake-up pipe. A 1 MiB Write wakes a sleeper once it is
 // whole (every byte checked at the wake-up), then 300 round trips of
 // write_lat-style ping-pong, both sides sleeping in iwarp_qp_wait_writes:
 // no wake-up is lost (each wait has 10 s) and every count matches.

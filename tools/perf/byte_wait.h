@@ -8,7 +8,7 @@
 // slice either, so the worker that must move the next packet, or the waiter
 // itself, waits milliseconds per round trip (measured: write_lat median
 // ~10 ms with a sched_yield spin, against ~20 us for send_lat, whose waits
-// sleep on the CQ eventfd).
+// sleep on the CQ's wake-up pipe).
 //
 // WaitForByte therefore spins for kByteWaitSpinNs only, then naps in short
 // sleeps (kByteWaitNapMinNs doubling to kByteWaitNapMaxNs): a nap blocks, so
