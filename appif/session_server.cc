@@ -730,13 +730,21 @@ int SessionServer::DoOpen(Session* s, const Message& req, size_t len, int* fds, 
   for (int i = 1; i < nfds; ++i) close(fds[i]);
   OpenReq r;
   if (s->opened) return EALREADY;
-  if (!GetBody(req, len, &r) || nfds != 1) {
-    s->last_error = "open needs OpenReq and one eventfd (the doorbell)";
+  if (!GetBody(req, len, &r)) {
+    s->last_error = "open needs OpenReq";
     return EINVAL;
   }
+  // Before the descriptor count, which changed with the ABI: a libiwarp of
+  // another release learns why it cannot talk to this daemon.
   if (r.abi_version != kAbiVersion) {
-    s->last_error = absl::StrFormat("ABI version %u, daemon speaks %u", r.abi_version, kAbiVersion);
+    s->last_error = absl::StrFormat(
+        "libiwarp ABI version %u, daemon speaks %u: use the libiwarp of the daemon's release",
+        r.abi_version, kAbiVersion);
     return EPROTONOSUPPORT;
+  }
+  if (nfds != 1) {
+    s->last_error = "open needs one eventfd (the doorbell)";
+    return EINVAL;
   }
   if (!IsEventfd(doorbell.get())) {
     s->last_error = "the doorbell descriptor must be an eventfd";

@@ -647,6 +647,30 @@ TEST(LoopbackHostile, ClosedWakePipeAndFullDoorbellStopNothing) {
   b.Close();
 }
 
+// A libiwarp of an earlier release (ABI 3 passed two eventfds at open) is
+// told what is wrong, not just EINVAL.
+TEST(LoopbackHostile, EarlierAbiIsToldWhy) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, host.socket_path().c_str(), host.socket_path().size());
+  ASSERT_EQ(connect(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  UniqueFd e1(eventfd(0, EFD_CLOEXEC)), e2(eventfd(0, EFD_CLOEXEC));
+  const int two[2] = {e1.get(), e2.get()};
+  OpenReq open;
+  open.abi_version = 3;
+  std::vector<UniqueFd> fds;
+  Message r = RawCall(sock.get(), Op::kOpen, &open, sizeof(open), two, 2, &fds);
+  EXPECT_EQ(r.hdr.error, EPROTONOSUPPORT);
+  const std::string text(reinterpret_cast<const char*>(r.body));
+  EXPECT_NE(text.find("libiwarp ABI version 3, daemon speaks " + std::to_string(kAbiVersion)),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(fds.empty());
+}
+
 TEST(LoopbackMemory, OwnMemfdMustBeSealed) {
   TestHost host;
   ASSERT_TRUE(host.ok());
