@@ -183,6 +183,8 @@ struct AppInterfaceConfig {
   uint32_t max_qps_per_session = 256;
   uint32_t max_cqs_per_session = 256;
   uint32_t max_mrs_per_session = 4096;
+  uint32_t max_pds_per_session = 1024;
+  uint32_t max_listeners_per_session = 64;
   uint32_t max_registered_mb_per_session = 1024;
   uint32_t max_queue_depth = 4096;         // SQ/RQ/CQ entries, power of two
   uint32_t event_queue_depth = 64;         // per session, power of two

@@ -698,7 +698,8 @@ TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
       std::string(kMinimal) +
       "app_interface: {enabled: false, socket_dir: /tmp/x, socket_mode: \"0600\","
       " allowed_uids: [7], max_sessions: 3, max_qps_per_session: 4, max_cqs_per_session: 5,"
-      " max_mrs_per_session: 6, max_registered_mb_per_session: 7, max_queue_depth: 32,"
+      " max_mrs_per_session: 6, max_pds_per_session: 9, max_listeners_per_session: 10,"
+      " max_registered_mb_per_session: 7, max_queue_depth: 32,"
       " event_queue_depth: 8, stag_table_size: 100, mpa_crc: false, mpa_markers: true,"
       " zero_copy_tx: true, wire_ack_timeout_ms: 250}\n");
   ASSERT_TRUE(e.ok()) << e.status();
@@ -711,6 +712,8 @@ TEST(ConfigLoad, AppInterfaceDefaultsAndReference) {
   EXPECT_EQ(a.max_qps_per_session, 4u);
   EXPECT_EQ(a.max_cqs_per_session, 5u);
   EXPECT_EQ(a.max_mrs_per_session, 6u);
+  EXPECT_EQ(a.max_pds_per_session, 9u);
+  EXPECT_EQ(a.max_listeners_per_session, 10u);
   EXPECT_EQ(a.max_registered_mb_per_session, 7u);
   EXPECT_EQ(a.max_queue_depth, 32u);
   EXPECT_EQ(a.event_queue_depth, 8u);

@@ -41,6 +41,8 @@ appif::SessionServerOptions AppInterfaceOptions(const config::Config& cfg,
   o.max_qps_per_session = a.max_qps_per_session;
   o.max_cqs_per_session = a.max_cqs_per_session;
   o.max_mrs_per_session = a.max_mrs_per_session;
+  o.max_pds_per_session = a.max_pds_per_session;
+  o.max_listeners_per_session = a.max_listeners_per_session;
   o.max_registered_bytes_per_session = uint64_t{a.max_registered_mb_per_session} << 20;
   o.max_queue_depth = a.max_queue_depth;
   o.event_queue_depth = a.event_queue_depth;
