@@ -1866,6 +1866,11 @@ void SessionServer::Run(const std::atomic<bool>& stop) {
     if (!pending) PollControl(100);
     for (Qp* qp : poll_list_) qp->sq.CancelWait();
     if (options_.wire_engine != nullptr) options_.wire_engine->CancelWaitForEvents();
+    // Entries that arrived while arming are taken now. Entries nothing can
+    // move (a QP not connected yet, a full CQ its application does not
+    // drain, an impossible ring index) keep the check reporting work: a
+    // short sleep then, not a spin of this thread for as long as they stay.
+    if (pending && PollQueues() == 0) PollControl(1);
     idle = 0;
   }
 }

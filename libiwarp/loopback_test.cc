@@ -647,6 +647,30 @@ TEST(LoopbackHostile, ClosedWakePipeAndFullDoorbellStopNothing) {
   b.Close();
 }
 
+double ProcessCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Work requests nothing can move (posted on a QP that never connects, or
+// behind an impossible SQ index) must not keep the daemon's control thread
+// spinning: it sleeps between looks. The test process is the daemon here;
+// over one idle second it may use a small part of a CPU, not all of it.
+TEST(LoopbackHostile, UnmovableWorkDoesNotSpinTheControlThread) {
+  TestHost host;
+  ASSERT_TRUE(host.ok());
+  App a;
+  a.Open(host.socket_path());  // its QP is never connected
+  a.Post(1, IWARP_WR_SEND, a.mr.addr, 8, a.mr.stag);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // past the idle polls
+  double t0 = ProcessCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double unconnected = ProcessCpuSeconds() - t0;
+  EXPECT_LT(unconnected, 0.3) << "CPU seconds in one idle second with an unconnected QP's send";
+  a.Close();
+}
+
 // A libiwarp of an earlier release (ABI 3 passed two eventfds at open) is
 // told what is wrong, not just EINVAL.
 TEST(LoopbackHostile, EarlierAbiIsToldWhy) {
