@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "appif/wake_pipe.h"
 #include "appif/wire_engine.h"
 
 namespace iwarp::appif {
@@ -36,34 +37,6 @@ uint32_t RoundUpPow2(uint32_t v) {
   uint32_t p = 1;
   while (p < v && p < (1u << 31)) p <<= 1;
   return p;
-}
-
-// The daemon's wake-ups of an application (its event ring, its CQs) go
-// through pipes the daemon makes: it keeps the write end for itself alone (an
-// open file description no application ever holds, non-blocking) and hands
-// the read end to the application. So no application can make the worker's
-// or the control thread's write block: with a descriptor the application
-// also holds (as the eventfds it used to pass in) it could clear O_NONBLOCK
-// and fill the counter, and the next write would never return. A closed
-// read end makes the write fail with EPIPE (SIGPIPE is ignored, Create).
-struct WakePipe {
-  UniqueFd daemon_end;  // write end
-  UniqueFd app_end;     // read end
-};
-
-int MakeWakePipe(WakePipe* out) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return errno;
-  out->app_end.Reset(p[0]);
-  out->daemon_end.Reset(p[1]);
-  return 0;
-}
-
-void Ring(int fd) {
-  if (fd < 0) return;
-  const uint8_t one = 1;
-  // A full pipe (EAGAIN) is still readable: the wake-up is not lost.
-  [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
 }
 
 // True if `fd` is an eventfd (the application's doorbell). The daemon only
@@ -1503,7 +1476,7 @@ void SessionServer::PostEvent(Session* s, const Event& ev) {
     return;
   }
   Add(counters_->events_posted, 1);
-  if (s->eq.TakeWakeRequest()) Ring(s->eventfd.get());
+  if (s->eq.TakeWakeRequest()) RingWakePipe(s->eventfd.get());
 }
 
 bool SessionServer::PostCqe(Cq* cq, const Cqe& cqe) {
@@ -1516,14 +1489,14 @@ bool SessionServer::PostCqe(Cq* cq, const Cqe& cqe) {
 }
 
 void SessionServer::WakeCq(Cq* cq) {
-  if (cq->ring.TakeWakeRequest()) Ring(cq->eventfd.get());
+  if (cq->ring.TakeWakeRequest()) RingWakePipe(cq->eventfd.get());
 }
 
 // A loopback RDMA Write was placed into `qp`'s memory: as the worker does for
 // wire QPs (WireEngine::PublishWrites), count it in the notify block and ring
 // the receive CQ's eventfd if the application sleeps on it.
 void SessionServer::PublishWrite(Qp* qp) {
-  if (PublishPlacedWrites(qp->notify, ++qp->writes_placed)) Ring(qp->rcq->eventfd.get());
+  if (PublishPlacedWrites(qp->notify, ++qp->writes_placed)) RingWakePipe(qp->rcq->eventfd.get());
 }
 
 // ---- data path ----------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/status/status.h"
+#include "appif/wake_pipe.h"
 #include "tcp_lite/mpa_frame.h"
 
 namespace iwarp::appif {
@@ -29,15 +30,6 @@ constexpr int64_t kEventsPerCommand = 4;
 void RingEventfd(int fd) {
   if (fd < 0) return;
   const uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
-}
-
-// A CQ's wake-up: one byte into the write end of its pipe, which the daemon
-// alone holds, non-blocking (session_server.cc, MakeNotifyPipe): a full
-// pipe is still readable, and no application can make this write block.
-void RingPipe(int fd) {
-  if (fd < 0) return;
-  const uint8_t one = 1;
   [[maybe_unused]] const ssize_t n = write(fd, &one, sizeof(one));
 }
 
@@ -984,7 +976,7 @@ void WireEngine::PublishWrites(WireQpContext* qp) {
   const uint64_t placed = qp->engine->stats().writes_placed;
   if (placed == qp->writes_published || qp->notify == nullptr) return;
   qp->writes_published = placed;
-  if (PublishPlacedWrites(qp->notify, placed) && qp->rcq != nullptr) RingPipe(qp->rcq->eventfd);
+  if (PublishPlacedWrites(qp->notify, placed) && qp->rcq != nullptr) RingWakePipe(qp->rcq->eventfd);
 }
 
 uint32_t WireEngine::PostReceives() {
@@ -1051,7 +1043,7 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
   for (size_t i = 0; i < active_.size(); ++i) work += PollQp(active_[i]);
   for (WireCq* cq : touched_) {
     cq->touched = false;
-    if (cq->ring.TakeWakeRequest()) RingPipe(cq->eventfd);
+    if (cq->ring.TakeWakeRequest()) RingWakePipe(cq->eventfd);
   }
   touched_.clear();
   if (events_touched_) {

@@ -8,7 +8,6 @@
 // named counter.
 //
 // Own binary: it replaces global operator new (alloc_counter_dep).
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "appif/wake_pipe.h"
 #include "appif/wire_engine.h"
 #include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
@@ -71,10 +71,10 @@ struct AppQp {
     wcq.id = qp_id;
     wcq.ring = SpscRing<Cqe>(cq_mem.get(), 2 * kDepth);
     wcq.ring.AttachAsProducer();
-    int p[2] = {-1, -1};
-    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
-      cq_wake_read.Reset(p[0]);
-      cq_wake_write.Reset(p[1]);
+    WakePipe wake;
+    if (MakeWakePipe(&wake) == 0) {
+      cq_wake_read = std::move(wake.app_end);
+      cq_wake_write = std::move(wake.daemon_end);
     }
     wcq.eventfd = cq_wake_write.get();
     ctx = std::make_unique<WireQpContext>();

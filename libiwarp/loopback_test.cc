@@ -555,6 +555,16 @@ TEST(LoopbackLimits, PdsAndListenersPerSessionAreBounded) {
   a.Close();
 }
 
+// A raw-protocol client's session socket (no libiwarp); invalid on failure.
+UniqueFd RawConnect(const std::string& path) {
+  UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::memcpy(sa.sun_path, path.c_str(), path.size());
+  if (connect(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) sock.Reset(-1);
+  return sock;
+}
+
 // One request/response of a raw-protocol client (no libiwarp): the
 // response and the descriptors that came with it.
 Message RawCall(int sock, Op op, const void* body, size_t body_len, const int* fds, int nfds,
@@ -588,11 +598,8 @@ Message RawCall(int sock, Op op, const void* body, size_t body_len, const int* f
 TEST(LoopbackHostile, ClosedWakePipeAndFullDoorbellStopNothing) {
   TestHost host;
   ASSERT_TRUE(host.ok());
-  UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path, host.socket_path().c_str(), host.socket_path().size());
-  ASSERT_EQ(connect(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  UniqueFd sock = RawConnect(host.socket_path());
+  ASSERT_TRUE(sock.valid());
   UniqueFd doorbell(eventfd(0, EFD_CLOEXEC));  // blocking
   const uint64_t full = 0xFFFFFFFFFFFFFFFEull;
   ASSERT_EQ(write(doorbell.get(), &full, sizeof(full)), 8);
@@ -676,11 +683,8 @@ TEST(LoopbackHostile, UnmovableWorkDoesNotSpinTheControlThread) {
 TEST(LoopbackHostile, EarlierAbiIsToldWhy) {
   TestHost host;
   ASSERT_TRUE(host.ok());
-  UniqueFd sock(socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
-  sockaddr_un sa{};
-  sa.sun_family = AF_UNIX;
-  std::memcpy(sa.sun_path, host.socket_path().c_str(), host.socket_path().size());
-  ASSERT_EQ(connect(sock.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  UniqueFd sock = RawConnect(host.socket_path());
+  ASSERT_TRUE(sock.valid());
   UniqueFd e1(eventfd(0, EFD_CLOEXEC)), e2(eventfd(0, EFD_CLOEXEC));
   const int two[2] = {e1.get(), e2.get()};
   OpenReq open;

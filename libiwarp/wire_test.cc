@@ -185,10 +185,13 @@ class Wire : public WireTest {};
 INSTANTIATE_TEST_SUITE_P(Default, Wire, ::testing::Values(WireParams{true, false}));
 
 // A destroy the worker does not acknowledge in time (a stalled worker)
-// leaves the QP's context and memory to the worker (a zombie). Its CQs stay
-// too, although the application destroys them and closes its session: the
-// worker, once it runs again, flushes the QP's posted receive into its CQ
-// and must find that CQ's ring and eventfd still there.
+// leaves the QP's context and memory to the worker (a zombie), with its
+// CQs, although the application destroys them and closes its session. The
+// worker, once it runs again, takes the queued destroy (it resets the
+// connection, which the server's QP sees) and the daemon serves a new
+// application. (The worker handles the queued destroy before it touches the
+// QP's CQs again, so this passes also without the CQs kept; they matter when
+// the destroy never reached the worker's command ring.)
 TEST_P(Wire, CqsOfAnUnacknowledgedDestroyOutliveTheSession) {
   OpenApps(1 << 16);
   ASSERT_NO_FATAL_FAILURE(Establish());
