@@ -643,6 +643,10 @@ int iwarp_disconnect(iwarp_qp* qp) {
 }
 
 int iwarp_get_event(iwarp_session* s, iwarp_event* ev, int timeout_ms) {
+  // One deadline for the whole call, as in WaitDoorbell: a wake-up that
+  // finds nothing (a stale pipe byte) or a signal must not restart the
+  // timeout, or a process with a periodic timer signal would never see 0.
+  const int64_t deadline_ms = timeout_ms < 0 ? -1 : MonotonicMs() + timeout_ms;
   for (;;) {
     ai::Event e;
     if (s->eq.Pop(&e)) {
@@ -661,8 +665,17 @@ int iwarp_get_event(iwarp_session* s, iwarp_event* ev, int timeout_ms) {
       s->eq.CancelWait();
       continue;
     }
+    int wait_ms = -1;
+    if (deadline_ms >= 0) {
+      const int64_t left = deadline_ms - MonotonicMs();
+      if (left <= 0 && timeout_ms != 0) {
+        s->eq.CancelWait();
+        return 0;
+      }
+      wait_ms = static_cast<int>(std::max<int64_t>(left, 0));
+    }
     pollfd p[2] = {{s->eventfd.get(), POLLIN, 0}, {s->sock.get(), POLLRDHUP, 0}};
-    const int n = poll(p, 2, timeout_ms);
+    const int n = poll(p, 2, wait_ms);
     s->eq.CancelWait();
     if (n < 0 && errno != EINTR) return -errno;
     if (n == 0) return 0;

@@ -6,12 +6,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -412,6 +415,50 @@ TEST_F(Loopback, WaitWritesSleepsUntilAPeerWriteIsPlaced) {
   EXPECT_EQ(iwarp_qp_writes_placed(a_.qp), 2u);
   // A zero timeout only looks.
   EXPECT_EQ(iwarp_qp_wait_writes(a_.qp, 2, 0), -ETIMEDOUT);
+}
+
+// A process with a periodic signal (a profiler's timer, an application's
+// SIGALRM) still sees its waits time out on time: a signal interrupts the
+// sleep, and the wait goes on for what is left of the timeout, not for the
+// whole timeout again (before, iwarp_get_event restarted it: with a signal
+// every 20 ms a 300 ms wait lasted as long as the signals came).
+TEST_F(Loopback, SignalsDoNotStretchWaitTimeouts) {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) {};
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: every signal interrupts poll/epoll_wait
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  const pthread_t waiter = pthread_self();
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread ticker([&] {
+    // At most 2 s of signals: long enough that a restarted timeout shows.
+    for (int i = 0; i < 100 && !stop.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!stop.load()) {
+        pthread_kill(waiter, SIGUSR1);
+        sent.fetch_add(1);
+      }
+    }
+  });
+  iwarp_event ev{};
+  auto t0 = std::chrono::steady_clock::now();
+  const int got = iwarp_get_event(a_.s, &ev, 300);
+  const auto event_wait = std::chrono::steady_clock::now() - t0;
+  t0 = std::chrono::steady_clock::now();
+  const int cq = iwarp_cq_wait(a_.cq, 300);
+  const auto cq_wait = std::chrono::steady_clock::now() - t0;
+  stop.store(true);
+  ticker.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_GE(sent.load(), 10);  // the waits were interrupted, many times
+  EXPECT_EQ(got, 0);
+  EXPECT_GE(event_wait, std::chrono::milliseconds(295));
+  EXPECT_LT(event_wait, std::chrono::milliseconds(1000));
+  EXPECT_EQ(cq, -ETIMEDOUT);
+  EXPECT_GE(cq_wait, std::chrono::milliseconds(295));
+  EXPECT_LT(cq_wait, std::chrono::milliseconds(1000));
 }
 
 // A Write that fails its checks (beyond the region) places nothing and is
