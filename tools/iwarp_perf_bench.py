@@ -53,6 +53,16 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             Kernel: one TCP connection, the same bytes in
                             writes of the same size, until the receiver has
                             read them all; the veth MTU is the same.
+    per busy core           the same goodput divided by the cores the whole
+                            machine kept busy while it ran ("cores busy":
+                            busy ticks of every CPU in /proc/stat over the
+                            wall-clock ticks; user, system, irq and softirq;
+                            idle, iowait and steal not). iwarpd's workers
+                            busy-poll, so its side reads about 2 (both
+                            cores) whatever it moves; the kernel's counts
+                            its system calls and softirq work wherever they
+                            ran. Ticks are 10 ms: runs under a second read
+                            a few percent either way.
   send_bw 64 B              iwarp-perf send_bw (messages per second).
                             Kernel: the same count of 64-byte writes on one
                             connection (TCP_NODELAY) until all are read.
@@ -176,9 +186,34 @@ def pinned(args, cpu):
     return ["taskset", "-c", str(cpu)] if args.pin else []
 
 
-def perf_pair(args, a, b, test, size, iters, extra=()):
+def cpu_jiffies():
+    """Busy clock ticks summed over every CPU (user, nice, system, irq,
+    softirq; idle, iowait and steal excluded) from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return v[0] + v[1] + v[2] + v[5] + v[6]
+
+
+class CpuMeter:
+    """Cores the whole machine kept busy while the `with` block ran
+    (busy ticks over wall-clock ticks): iwarpd's busy-polling workers count
+    in full, the kernel's softirq work wherever it ran."""
+
+    def __enter__(self):
+        self.t0 = time.monotonic()
+        self.j0 = cpu_jiffies()
+        return self
+
+    def __exit__(self, *exc):
+        ticks = (time.monotonic() - self.t0) * os.sysconf("SC_CLK_TCK")
+        self.cores = (cpu_jiffies() - self.j0) / ticks if ticks > 0 else None
+        return False
+
+
+def perf_pair(args, a, b, test, size, iters, extra=(), cores=None):
     """Runs one iwarp-perf test (server on a, client on b, both with the
-    options in `extra`); returns the client's result row as floats."""
+    options in `extra`); returns the client's result row as floats. With a
+    list `cores`, appends the cores busy while the client ran (CpuMeter)."""
     common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)] + list(extra)
     if test.endswith("_bw"):
         common += ["-q", str(DEPTH), "-Q", str(args.cq_mod)]
@@ -186,10 +221,13 @@ def perf_pair(args, a, b, test, size, iters, extra=()):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         aw.wait_line(server, "waiting for a client", 15)
-        client = subprocess.run(pinned(args, CLIENT_CPU) + [args.perf] + common +
-                                ["-S", b.socket(), iwd.A_IP],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                timeout=600)
+        with CpuMeter() as meter:
+            client = subprocess.run(pinned(args, CLIENT_CPU) + [args.perf] + common +
+                                    ["-S", b.socket(), iwd.A_IP],
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    timeout=600)
+        if cores is not None:
+            cores.append(meter.cores)
         if client.returncode != 0:
             raise RuntimeError("iwarp-perf %s -s %d client exit %d:\n%s" %
                                (test, size, client.returncode, client.stdout))
@@ -203,6 +241,18 @@ def perf_pair(args, a, b, test, size, iters, extra=()):
         if server.poll() is None:
             server.kill()
             server.communicate()
+
+
+def write_bw_runs(args, a, b, count_4k, count_64k):
+    """The write_bw rows of a daemon pair: goodput (MiB/s) and the cores
+    the machine kept busy meanwhile, for 4 KiB and 64 KiB."""
+    out = {}
+    for key, size, count in (("w4k", 4096, count_4k), ("w64k", 65536, count_64k)):
+        cores = []
+        # Row: bytes, iterations, MiB/s, Mpps, memcpy MiB/s.
+        out[key] = perf_pair(args, a, b, "write_bw", size, count, cores=cores)[2]
+        out[key + "_cores"] = cores[0]
+    return out
 
 
 def memif_devargs(args):
@@ -229,10 +279,9 @@ def iwarpd_runs(args, with_small):
         # ring, Read Responses the server's; 1000 x 64 KiB is ~45000 frames.
         for test in ("write_bw", "read_bw"):
             perf_pair(args, a, b, test, 65536, 1000)
-        # Row: bytes, iterations, MiB/s, Mpps, memcpy MiB/s.
-        out["w4k"] = perf_pair(args, a, b, "write_bw", 4096, args.count_4k)[2]
-        out["w64k"] = perf_pair(args, a, b, "write_bw", 65536, args.count_64k)[2]
+        out.update(write_bw_runs(args, a, b, args.count_4k, args.count_64k))
         if with_small:
+            # Row: bytes, iterations, MiB/s, Mpps, ...: messages per second.
             out["s64"] = perf_pair(args, a, b, "send_bw", 64, args.count_send)[3] * 1e6
             # Row: bytes, iterations, t_min, t_max, t_typical (median), ...;
             # half the round trip for these two tests.
@@ -267,8 +316,7 @@ def iwarpd_pcap_runs(args, mtu):
         b.use_port(link.ns[1], mj.pcap_vdev(link.ifs[1]), mtu)
         a.start()
         b.start()
-        out["w4k"] = perf_pair(args, a, b, "write_bw", 4096, args.count_pcap_4k)[2]
-        out["w64k"] = perf_pair(args, a, b, "write_bw", 65536, args.count_pcap_64k)[2]
+        out.update(write_bw_runs(args, a, b, args.count_pcap_4k, args.count_pcap_64k))
         tcp = b.ctl_json("tcp")["total"]
         out["rtx"] = "client TCP: %d segments out, %d retransmitted, %d timeouts" % (
             tcp["segments_out"], tcp["retransmitted_segments"], tcp["timeouts"])
@@ -295,8 +343,7 @@ def iwarpd_vhost_runs(args, mtu, tso=False):
     try:
         a.start()
         b.start()
-        out["w4k"] = perf_pair(args, a, b, "write_bw", 4096, args.count_vhost_4k)[2]
-        out["w64k"] = perf_pair(args, a, b, "write_bw", 65536, args.count_vhost_64k)[2]
+        out.update(write_bw_runs(args, a, b, args.count_vhost_4k, args.count_vhost_64k))
         tcp = b.ctl_json("tcp")["total"]
         port = b.ctl_json("ports")["port_0"]
         st = b.ctl_json("stats")["total"]
@@ -342,8 +389,10 @@ def kernel_runs(args, mtu, with_small):
         mib = 1024.0 * 1024.0
         out = {}
         for key, size, count in (("w4k", 4096, args.count_4k), ("w64k", 65536, args.count_64k)):
-            secs = ns_baseline(args, "bulk", VETH_B_IP, KPORT, size, count)["secs"]
+            with CpuMeter() as meter:
+                secs = ns_baseline(args, "bulk", VETH_B_IP, KPORT, size, count)["secs"]
             out[key] = size * count / secs / mib
+            out[key + "_cores"] = meter.cores
         if with_small:
             secs = ns_baseline(args, "bulk", VETH_B_IP, KPORT, 64, args.count_send,
                                "nodelay")["secs"]
@@ -388,6 +437,28 @@ def with_baseline(args, notes, what, runs):
     return runs(args), prev
 
 
+def bw_rows(mtu, link, mine, kern, old):
+    """The write_bw rows of one link at `mtu` from the run dicts (mine may
+    be None: a run that failed), each goodput beside the same goodput per
+    core the machine kept busy (CpuMeter)."""
+    def get(d, key):
+        return d.get(key) if d else None
+
+    def per_core(d, key):
+        v, c = get(d, key), get(d, key + "_cores")
+        return v / c if v is not None and c else None
+
+    rows = []
+    for key, size in (("w4k", "4 KiB"), ("w64k", "64 KiB")):
+        rows.append(("write_bw %s, MTU %d, %s (MiB/s)" % (size, mtu, link), get(mine, key),
+                     kern[key], True, get(old, key)))
+        rows.append(("  per busy core (MiB/s)", per_core(mine, key), per_core(kern, key), True,
+                     per_core(old, key)))
+        rows.append(("  cores busy", get(mine, key + "_cores"), kern[key + "_cores"], False,
+                     get(old, key + "_cores")))
+    return rows
+
+
 def link_rows(args, notes, link, mtu, kern, runs):
     """write_bw rows of one link at `mtu` beside the kernel's; a run that
     fails is a row of n/a and a note with iwarp-perf's first and last line."""
@@ -397,17 +468,13 @@ def link_rows(args, notes, link, mtu, kern, runs):
         notes.append("MTU %d %s: %s" % (mtu, link, r["rtx"]))
         if prev is not None:
             notes.append("MTU %d %s baseline: %s" % (mtu, link, prev["rtx"]))
-        mine = (r["w4k"], r["w64k"])
+        mine = r
     except (aw.TestFailure, RuntimeError) as e:
         lines = [l.strip() for l in str(e).splitlines() if l.strip()]
         notes.append("MTU %d %s: iwarpd did not run: %s" %
                      (mtu, link, " / ".join(lines[:1] + lines[-1:])))
-        mine = (None, None)
-    old = (prev["w4k"], prev["w64k"]) if prev is not None else (None, None)
-    return [("write_bw 4 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[0], kern["w4k"], True,
-             old[0]),
-            ("write_bw 64 KiB, MTU %d, %s (MiB/s)" % (mtu, link), mine[1], kern["w64k"], True,
-             old[1])]
+        mine = None
+    return bw_rows(mtu, link, mine, kern, prev)
 
 
 def run_all(args, links):
@@ -422,10 +489,7 @@ def run_all(args, links):
             ours, prev = with_baseline(args, notes, "MTU %d memif" % mtu,
                                        lambda a: iwarpd_runs(a, small))
             old = prev if prev is not None else {}
-            rows += [("write_bw 4 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w4k"], kern["w4k"],
-                      True, old.get("w4k")),
-                     ("write_bw 64 KiB, MTU %d, memif (MiB/s)" % mtu, ours["w64k"],
-                      kern["w64k"], True, old.get("w64k"))]
+            rows += bw_rows(mtu, "memif", ours, kern, prev)
             if small:
                 rows += [("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
                           True, old.get("s64")),
@@ -471,8 +535,16 @@ def median_row(rows):
             median(r[4] for r in rows))
 
 
+def fmt(v, width=0):
+    """A figure as the table prints it: 2 decimals below 10 (cores busy,
+    round trips in us keep 1), n/a for a run that gave none."""
+    if v is None:
+        return "%*s" % (width, "n/a")
+    return "%*.*f" % (width, 2 if abs(v) < 10 else 1, v)
+
+
 def per_run(values):
-    return " ".join("n/a" if v is None else "%.1f" % v for v in values)
+    return " ".join(fmt(v) for v in values)
 
 
 def main():
@@ -584,13 +656,13 @@ def main():
             if prev is None or mine is None:
                 extra = " %16s %9s" % ("n/a", "n/a")
             else:
-                extra = " %16.1f %9.2f" % (prev, mine / prev if prev else float("nan"))
-        if mine is None:
-            print("%-44s %14s %16.1f %8s%s" % (label, "n/a", base, "n/a", extra))
+                extra = " %s %9.2f" % (fmt(prev, 16), mine / prev if prev else float("nan"))
+        if mine is None or base is None:
+            print("%-44s %s %s %8s%s" % (label, fmt(mine, 14), fmt(base, 16), "n/a", extra))
             continue
         ratio = mine / base if base else float("nan")
-        print("%-44s %14.1f %16.1f %8.2f%s%s" % (label, mine, base, ratio, extra,
-                                                 "" if higher_better else "  (lower is better)"))
+        print("%-44s %s %s %8.2f%s%s" % (label, fmt(mine, 14), fmt(base, 16), ratio, extra,
+                                         "" if higher_better else "  (lower is better)"))
     for n in notes:
         print("note: " + n)
     return 0
