@@ -88,7 +88,7 @@ struct SessionServer::Counters {
       stags_in_use{0}, registered_bytes{0}, mapped_bytes{0}, connections{0}, wrs_completed{0},
       wrs_failed{0}, wrs_flushed{0}, bytes_moved{0}, events_posted{0}, events_dropped{0},
       ring_corruptions{0}, requests_failed{0}, doorbells{0}, wire_qps_active{0},
-      wire_connections{0}, wire_ack_timeouts{0}, wire_requests{0};
+      wire_connections{0}, wire_ack_timeouts{0}, wire_requests{0}, wire_unacked_held{0};
 };
 
 namespace {
@@ -155,9 +155,15 @@ struct SessionServer::ConnRequest {
   uint32_t engine_request_id = 0;
 };
 
-// What a timed-out destroy leaves behind: kept mapped and allocated, since
-// the worker may still use it.
+// What a command the worker did not acknowledge in time (kDestroyQp,
+// kDeregMr, kRegMr) leaves behind: kept mapped and allocated, since the
+// worker may still use it, until the worker acknowledges the command
+// (ReapZombie). `cmd` is that command; `queued` says whether it reached the
+// worker's command ring (if not, FlushZombies sends it before any newer
+// command, so the worker sees the commands in the order they were made).
 struct SessionServer::Zombie {
+  WireCommand cmd;
+  bool queued = false;
   std::unique_ptr<WireQpContext> ctx;
   Mapping shm;
   std::unique_ptr<Mr> mr;
@@ -228,20 +234,29 @@ SessionServer::~SessionServer() {
       c.qp = reject_ctxs_.begin()->first;
       auto ctx = std::move(reject_ctxs_.begin()->second);
       reject_ctxs_.erase(reject_ctxs_.begin());
-      if (WireCall(&c) == ETIMEDOUT) {
+      bool queued = false;
+      if (WireCall(&c, &queued) == ETIMEDOUT) {
         auto z = std::make_unique<Zombie>();
         z->ctx = std::move(ctx);
-        zombies_.push_back(std::move(z));
+        Bury(std::move(z), c, queued);
       }
     }
+    // Late acknowledgements free what waits for them (ReapZombie).
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::milliseconds(options_.wire_ack_timeout_ms);
-    while (!async_destroys_.empty() && std::chrono::steady_clock::now() < deadline) {
+    while ((!async_destroys_.empty() || !zombies_.empty()) &&
+           std::chrono::steady_clock::now() < deadline) {
       if (PollWire() == 0) std::this_thread::yield();
     }
     if (!async_destroys_.empty() || !zombies_.empty()) {
-      Log(absl::StrFormat("app interface: %u wire contexts never acknowledged by the worker",
+      // The worker may still run them (it outlives this server in the
+      // daemon: ~Runtime stops it later), so they are not freed here but
+      // left to the process's end: a worker stalled for seconds at shutdown.
+      Log(absl::StrFormat("app interface: %u wire contexts and regions never acknowledged by the "
+                          "worker; left allocated and mapped until the process ends",
                           async_destroys_.size() + zombies_.size()));
+      for (auto& [seq, ctx] : async_destroys_) (void)ctx.release();
+      for (auto& z : zombies_) (void)z.release();
     }
   }
   if (listen_fd_.valid()) unlink(options_.socket_path.c_str());
@@ -344,6 +359,7 @@ SessionServerStats SessionServer::stats() const {
   s.wire_connections = r(c.wire_connections);
   s.wire_ack_timeouts = r(c.wire_ack_timeouts);
   s.wire_requests = r(c.wire_requests);
+  s.wire_unacked_held = r(c.wire_unacked_held);
   return s;
 }
 
@@ -525,10 +541,11 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
           WireCommand c;
           c.type = WireCommandType::kDeregMr;
           c.stag = mr->stag;
-          if (WireCall(&c) == ETIMEDOUT) {
+          bool queued = false;
+          if (WireCall(&c, &queued) == ETIMEDOUT) {
             auto z = std::make_unique<Zombie>();
             z->mr = std::move(mr);
-            zombies_.push_back(std::move(z));
+            Bury(std::move(z), c, queued);
           }
         }
         break;
@@ -802,14 +819,16 @@ int SessionServer::DoRegMr(Session* s, const Message& req, size_t len, int* fds,
     c.region.valid = true;
     c.mem = mr->map.data();
     c.remote_invalidate = r.remote_invalidate != 0;
-    const int werr = WireCall(&c);
+    bool queued = false;
+    const int werr = WireCall(&c, &queued);
     if (werr != 0) {
       stags_.Deregister(*stag, r.pd);
       if (werr == ETIMEDOUT) {
-        // The worker may yet insert it: keep the bytes mapped.
+        // The worker may yet insert it: keep the bytes mapped until it
+        // answers (and, if it did insert them, until it takes them out).
         auto z = std::make_unique<Zombie>();
         z->mr = std::move(mr);
-        zombies_.push_back(std::move(z));
+        Bury(std::move(z), c, queued);
       }
       s->last_error = "the data plane could not mirror the registration";
       return werr == ETIMEDOUT ? ETIMEDOUT : ENOSPC;
@@ -1140,13 +1159,14 @@ void SessionServer::DestroyQp(Session* s, Qp* qp) {
     c.qp = qp->wire.get();
     wire_qps_.erase(qp->id);
     Sub(counters_->wire_qps_active, 1);
-    if (WireCall(&c) == ETIMEDOUT) {
+    bool queued = false;
+    if (WireCall(&c, &queued) == ETIMEDOUT) {
       auto z = std::make_unique<Zombie>();
       z->ctx = std::move(qp->wire);
       z->shm = std::move(qp->shm);
       z->scq = s->cqs[qp->scq->id];
       z->rcq = s->cqs[qp->rcq->id];
-      zombies_.push_back(std::move(z));
+      Bury(std::move(z), c, queued);
     }
   }
   qp->scq->users--;
@@ -1172,10 +1192,11 @@ void SessionServer::CloseSession(Session* s, const char* why) {
       WireCommand c;
       c.type = WireCommandType::kDeregMr;
       c.stag = mr->stag;
-      if (WireCall(&c) == ETIMEDOUT) {
+      bool queued = false;
+      if (WireCall(&c, &queued) == ETIMEDOUT) {
         auto z = std::make_unique<Zombie>();
         z->mr = std::move(mr);
-        zombies_.push_back(std::move(z));
+        Bury(std::move(z), c, queued);
       }
     }
   }
@@ -1216,7 +1237,9 @@ bool SessionServer::WirePush(const WireCommand& cmd) {
   WireEngine* e = options_.wire_engine;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.wire_ack_timeout_ms);
-  while (!e->PushCommand(cmd)) {
+  // Commands left unsent go first: a kDeregMr of an STag must not follow
+  // a newer command about the same STag.
+  while (!FlushZombies() || !e->PushCommand(cmd)) {
     PollWire();
     if (std::chrono::steady_clock::now() > deadline) {
       Add(counters_->wire_ack_timeouts, 1);
@@ -1228,11 +1251,12 @@ bool SessionServer::WirePush(const WireCommand& cmd) {
   return true;
 }
 
-int SessionServer::WireCall(WireCommand* cmd) {
+int SessionServer::WireCall(WireCommand* cmd, bool* queued) {
   WireEngine* e = options_.wire_engine;
-  cmd->seq = wire_seq_++;
-  if (wire_seq_ == 0) wire_seq_ = 1;
+  cmd->seq = NextWireSeq();
+  if (queued != nullptr) *queued = false;
   if (!WirePush(*cmd)) return ETIMEDOUT;
+  if (queued != nullptr) *queued = true;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.wire_ack_timeout_ms);
   for (;;) {
@@ -1252,8 +1276,52 @@ int SessionServer::WireCall(WireCommand* cmd) {
   }
 }
 
+uint32_t SessionServer::NextWireSeq() {
+  const uint32_t seq = wire_seq_++;
+  if (wire_seq_ == 0) wire_seq_ = 1;
+  return seq;
+}
+
+void SessionServer::Bury(std::unique_ptr<Zombie> z, const WireCommand& cmd, bool queued) {
+  z->cmd = cmd;
+  z->queued = queued;
+  zombies_.push_back(std::move(z));
+  Add(counters_->wire_unacked_held, 1);
+}
+
+bool SessionServer::FlushZombies() {
+  for (auto& z : zombies_) {
+    if (z->queued) continue;
+    if (!options_.wire_engine->PushCommand(z->cmd)) return false;
+    z->queued = true;
+  }
+  return true;
+}
+
+void SessionServer::ReapZombie(const WireEvent& ack) {
+  for (auto it = zombies_.begin(); it != zombies_.end(); ++it) {
+    Zombie& z = **it;
+    if (!z.queued || z.cmd.seq != ack.seq) continue;
+    if (z.cmd.type == WireCommandType::kRegMr && ack.status == 0) {
+      // The worker mirrored a registration the application was told had
+      // failed: it takes it out again before the bytes are unmapped.
+      WireCommand c;
+      c.type = WireCommandType::kDeregMr;
+      c.stag = z.cmd.stag;
+      c.seq = NextWireSeq();
+      z.cmd = c;
+      z.queued = options_.wire_engine->PushCommand(c);
+      return;
+    }
+    zombies_.erase(it);  // the worker let go: the context, rings and bytes are freed
+    Sub(counters_->wire_unacked_held, 1);
+    return;
+  }
+}
+
 uint32_t SessionServer::PollWire() {
   if (options_.wire_engine == nullptr) return 0;
+  if (!zombies_.empty()) FlushZombies();
   uint32_t n = 0;
   WireEvent ev;
   while (n < kBurst && options_.wire_engine->PopEvent(&ev)) {
@@ -1271,6 +1339,7 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
   switch (ev.type) {
     case WireEventType::kAck:
       async_destroys_.erase(ev.seq);  // a stand-in reject QP is free again
+      if (!zombies_.empty()) ReapZombie(ev);  // a late acknowledgement
       return;
     case WireEventType::kConnectRequest: {
       auto lit = listeners_.find(ev.listener_id);
@@ -1318,8 +1387,7 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
       WireCommand c;
       c.type = WireCommandType::kDestroyQp;
       c.qp = ev.qp;
-      c.seq = wire_seq_++;
-      if (wire_seq_ == 0) wire_seq_ = 1;
+      c.seq = NextWireSeq();
       if (WirePush(c)) {
         async_destroys_.emplace(c.seq, std::move(rit->second));
         reject_ctxs_.erase(rit);

@@ -15,7 +15,10 @@
 //  - QP destroy, MR register/deregister, listen/unlisten wait (bounded by
 //    wire_ack_timeout_ms, handling other events meanwhile) for the worker's
 //    acknowledgement; what is not acknowledged in time stays mapped
-//    (stats().wire_ack_timeouts) instead of being freed under the worker.
+//    (stats().wire_ack_timeouts, wire_unacked_held) instead of being freed
+//    under the worker, and is freed when the worker acknowledges it late; a
+//    command that never reached the worker's ring is sent once there is
+//    room, before any newer one.
 //  - A wire QP whose connection failed or ended stays in the error state:
 //    the application destroys it and creates a new one (no reconnect).
 //  - Wire QPs take SG lists of up to kMaxSge entries like loopback QPs,
@@ -127,6 +130,9 @@ struct SessionServerStats {
   uint64_t wire_connections = 0;   // wire QPs that reached Full Operation
   uint64_t wire_ack_timeouts = 0;  // worker did not acknowledge in time (memory kept mapped)
   uint64_t wire_requests = 0;      // remote MPA Requests reported to applications
+  // QP contexts and regions kept (allocated, mapped) for a command the
+  // worker has not acknowledged yet; each is freed when it does.
+  uint64_t wire_unacked_held = 0;
 };
 
 class SessionServer {
@@ -180,8 +186,18 @@ class SessionServer {
   // acknowledgement, handling other events meanwhile; returns the worker's
   // status or ETIMEDOUT. WirePush only queues (retrying while the ring is
   // full). PollWire handles the events waiting in the ring.
-  int WireCall(WireCommand* cmd);
+  // `queued` (optional): whether the command reached the worker's ring.
+  int WireCall(WireCommand* cmd, bool* queued = nullptr);
   bool WirePush(const WireCommand& cmd);
+  uint32_t NextWireSeq();
+  // What a timed-out kDestroyQp/kDeregMr/kRegMr leaves (Zombie) waits for
+  // the worker's late kAck (ReapZombie frees it); a command that never
+  // reached the ring is sent before any newer one (FlushZombies: false
+  // while the ring stays full).
+  struct Zombie;
+  void Bury(std::unique_ptr<Zombie> z, const WireCommand& cmd, bool queued);
+  bool FlushZombies();
+  void ReapZombie(const WireEvent& ack);
   uint32_t PollWire();
   void HandleWireEvent(const WireEvent& ev);
   bool IsLocalAddress(uint32_t ipv4) const;
@@ -222,7 +238,6 @@ class SessionServer {
   // (kept, with their memory mapped, rather than freed under the worker).
   std::map<WireQpContext*, std::unique_ptr<WireQpContext>> reject_ctxs_;
   std::map<uint32_t, std::unique_ptr<WireQpContext>> async_destroys_;  // by seq
-  struct Zombie;
   std::vector<std::unique_ptr<Zombie>> zombies_;
 
   struct Counters;

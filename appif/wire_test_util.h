@@ -92,10 +92,18 @@ class ThreadedTestLink {
   Port to_b_{*this, 1};
 };
 
+// Sizes a test may shrink: the worker's command ring and how long the
+// control side waits for an acknowledgement.
+struct TestDaemonLimits {
+  uint32_t command_depth = 256;
+  uint32_t wire_ack_timeout_ms = 2000;
+};
+
 // One worker: a TcpStack and its WireEngine, polled on a thread of its own.
 class TestWorker {
  public:
-  TestWorker(ThreadedTestLink& link, int side, uint32_t ip) : link_(link), side_(side), isn_(Key()) {
+  TestWorker(ThreadedTestLink& link, int side, uint32_t ip, const TestDaemonLimits& limits = {})
+      : link_(link), side_(side), isn_(Key()) {
     tcp::TcpOptions t;
     t.max_connections = 64;
     t.send_buffer_bytes = 1 << 20;
@@ -108,6 +116,7 @@ class TestWorker {
     o.local_ip = ip;
     o.max_qps = 64;
     o.event_depth = 512;
+    o.command_depth = limits.command_depth;
     auto e = WireEngine::Create(o, *stack_);
     if (!e.ok()) return;
     engine_ = std::move(*e);
@@ -171,12 +180,15 @@ class TestWorker {
 // Destruction: the server first (it destroys wire QPs through the running
 // worker), then the worker.
 struct TestDaemon {
-  TestDaemon(ThreadedTestLink& link, int side, uint32_t ip, const engine::MpaParams& mpa)
-      : worker(link, side, ip), host(Options(worker.engine(), mpa)) {}
-  static SessionServerOptions Options(WireEngine* e, const engine::MpaParams& mpa) {
+  TestDaemon(ThreadedTestLink& link, int side, uint32_t ip, const engine::MpaParams& mpa,
+             const TestDaemonLimits& limits = {})
+      : worker(link, side, ip, limits), host(Options(worker.engine(), mpa, limits)) {}
+  static SessionServerOptions Options(WireEngine* e, const engine::MpaParams& mpa,
+                                      const TestDaemonLimits& limits) {
     SessionServerOptions o;
     o.wire_engine = e;
     o.wire_mpa = mpa;
+    o.wire_ack_timeout_ms = limits.wire_ack_timeout_ms;
     return o;
   }
   TestWorker worker;

@@ -494,7 +494,7 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"ring_corruptions", s.ring_corruptions}, {"doorbells", s.doorbells},
       {"requests_failed", s.requests_failed},   {"wire_qps_active", s.wire_qps_active},
       {"wire_connections", s.wire_connections}, {"wire_ack_timeouts", s.wire_ack_timeouts},
-      {"wire_requests", s.wire_requests}};
+      {"wire_requests", s.wire_requests},       {"wire_unacked_held", s.wire_unacked_held}};
   for (const auto& [name, value] : fields) rte_tel_data_add_dict_u64(d, name, value);
   // Worker 0's wire engine (iWARP QPs to other hosts); absent without one.
   rte_tel_data_add_dict_string(d, "wire_engine", has_wire ? "on" : "off");

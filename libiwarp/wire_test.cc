@@ -32,6 +32,17 @@ using testing::kAllAccess;
 using testing::Pattern;
 using App = testing::WireApp;
 
+// Polls `done` until it holds or 5 s have passed; whether it held.
+template <typename F>
+bool WaitFor(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 constexpr size_t kMaxMsg = size_t{16} << 20;
 constexpr uint16_t kPort = 4791;
 
@@ -206,11 +217,18 @@ TEST_P(Wire, CqsOfAnUnacknowledgedDestroyOutliveTheSession) {
   c.cq = nullptr;
   iwarp_close(c.s);
   c.s = nullptr;
+  // The QP (context, rings, CQs) and the session's region (its kDeregMr
+  // times out too, once the control thread has closed the session) are
+  // held for the worker.
+  EXPECT_TRUE(WaitFor([&] { return a_->host.stats().wire_unacked_held == 2; }))
+      << a_->host.stats().wire_unacked_held;
   a_->worker.Resume();
   // The worker runs the destroy now, flushing the receive into the kept CQ
   // and resetting the connection (the server's QP sees it end); the daemon
   // keeps serving: a new application connects and moves data.
   EXPECT_EQ(server_->Event(IWARP_EVENT_DISCONNECTED).reason, ECONNRESET);
+  // The late acknowledgements free what was held.
+  EXPECT_TRUE(WaitFor([&] { return a_->host.stats().wire_unacked_held == 0; }));
   App again;
   again.Open(a_->host.socket_path(), 1 << 16);
   iwarp_addr to{kIpB, kPort};
@@ -226,6 +244,45 @@ TEST_P(Wire, CqsOfAnUnacknowledgedDestroyOutliveTheSession) {
              server_->mr.stag);
   EXPECT_EQ(again.Wc().status, IWARP_WC_SUCCESS);
   EXPECT_EQ(std::memcmp(server_->mem + 128, "after-zombie", 12), 0);
+}
+
+// Commands a stalled worker never took (its command ring full) are sent,
+// in order, once it runs again, and whatever they held is freed when they
+// are acknowledged: two registrations time out queued (the ring of 2 is
+// full), the QP destroy after them times out unqueued. Resumed, the worker
+// mirrors the two registrations late (the control side takes them out again
+// with kDeregMr: the application was told they failed), and the destroy
+// reaches it: the peer's QP sees the reset. Before, the unqueued destroy was
+// never sent (the QP ran on, the connection stayed up) and the held memory
+// stayed until the server's end.
+TEST_P(Wire, CommandsAStalledWorkerNeverTookAreSentWhenItRuns) {
+  engine::MpaParams mpa;
+  mpa.crc = true;
+  a_.reset();  // daemon A again, with a command ring of 2 and 200 ms waits
+  a_ = std::make_unique<TestDaemon>(link_, 0, kIpA, mpa,
+                                    testing::TestDaemonLimits{2, 200});
+  ASSERT_TRUE(a_->worker.ok() && a_->host.ok());
+  OpenApps(1 << 16);
+  ASSERT_NO_FATAL_FAILURE(Establish());
+  App& c = *client_;
+  a_->worker.Pause();
+  iwarp_mr late[2];
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(iwarp_reg_mr(c.s, c.pd, c.mem + 4096 * (i + 1), 4096, kAllAccess, &late[i]),
+              -ETIMEDOUT);
+  }
+  EXPECT_EQ(iwarp_destroy_qp(c.qp), 0);
+  c.qp = nullptr;
+  const SessionServerStats held = a_->host.stats();
+  EXPECT_EQ(held.wire_unacked_held, 3u);
+  EXPECT_EQ(held.wire_ack_timeouts, 3u);
+  a_->worker.Resume();
+  EXPECT_EQ(server_->Event(IWARP_EVENT_DISCONNECTED).reason, ECONNRESET);
+  EXPECT_TRUE(WaitFor([&] { return a_->host.stats().wire_unacked_held == 0; }));
+  // The daemon goes on: a registration is acknowledged at once again.
+  iwarp_mr again{};
+  EXPECT_EQ(iwarp_reg_mr(c.s, c.pd, c.mem + 4096 * 3, 4096, kAllAccess, &again), 0)
+      << iwarp_last_error(c.s);
 }
 
 // The target of an RDMA Write gets no completion (RFC 5040); the worker

@@ -96,7 +96,12 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
   if (app.Find("wire_qps_active") != nullptr) {
     absl::StrAppend(&out, "  wire QPs       active ", app.Text("wire_qps_active"), "  connected ",
                     app.Text("wire_connections"), "  MPA requests ", app.Text("wire_requests"),
-                    "  ack timeouts ", app.Text("wire_ack_timeouts"), "\n");
+                    "  ack timeouts ", app.Text("wire_ack_timeouts"),
+                    // Daemons before this field leave it out.
+                    app.Find("wire_unacked_held") != nullptr
+                        ? absl::StrCat(" (held ", app.Text("wire_unacked_held"), ")")
+                        : std::string(),
+                    "\n");
   }
   if (app.Find("wire_engine") != nullptr && app.Text("wire_engine") != "on") {
     absl::StrAppend(&out, "  wire engine    off (loopback QPs only)\n");

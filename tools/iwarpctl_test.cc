@@ -226,6 +226,17 @@ TEST(IwarpctlFormat, App) {
   EXPECT_NE(no_engine_text->find("  wire engine    off (loopback QPs only)\n"), std::string::npos)
       << *no_engine_text;
   EXPECT_EQ(no_engine_text->find("wire WRs"), std::string::npos) << *no_engine_text;
+  // A daemon that holds objects for unacknowledged commands says how many.
+  auto held = ParseJson(R"({"state": "running", "wire_qps_active": 0, "wire_connections": 0,)"
+                        R"( "wire_ack_timeouts": 3, "wire_requests": 0, "wire_unacked_held": 2,)"
+                        R"( "wire_engine": "on"})");
+  ASSERT_TRUE(held.ok());
+  auto held_text = FormatApp(*held);
+  ASSERT_TRUE(held_text.ok());
+  EXPECT_NE(held_text->find("  wire QPs       active 0  connected 0  MPA requests 0  ack timeouts 3 "
+                            "(held 2)\n"),
+            std::string::npos)
+      << *held_text;
   auto off = ParseJson(R"({"state": "off"})");
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(*FormatApp(*off), "application interface: off (no app_interface server running)\n");
