@@ -530,24 +530,8 @@ void SessionServer::Dispatch(Session* s, const Message& req, size_t len, int* fd
         }
         std::unique_ptr<Mr> mr = std::move(it->second);
         s->mrs.erase(it);
-        stags_.Deregister(mr->stag, mr->pd);
         s->registered_bytes -= mr->length;
-        Sub(counters_->registered_bytes, mr->length);
-        Sub(counters_->mapped_bytes, mr->map.mapped_bytes());
-        Sub(counters_->mrs_active, 1);
-        Sub(counters_->stags_in_use, 1);
-        if (options_.wire_engine != nullptr) {
-          // The worker must stop using the bytes before they are unmapped.
-          WireCommand c;
-          c.type = WireCommandType::kDeregMr;
-          c.stag = mr->stag;
-          bool queued = false;
-          if (WireCall(&c, &queued) == ETIMEDOUT) {
-            auto z = std::make_unique<Zombie>();
-            z->mr = std::move(mr);
-            Bury(std::move(z), c, queued);
-          }
-        }
+        ReleaseMr(std::move(mr));
         break;
       }
       case Op::kInvalidate: {
@@ -1177,29 +1161,31 @@ void SessionServer::DestroyQp(Session* s, Qp* qp) {
   RebuildPollList();
 }
 
+void SessionServer::ReleaseMr(std::unique_ptr<Mr> mr) {
+  stags_.Deregister(mr->stag, mr->pd);  // the STag can never match again
+  Sub(counters_->registered_bytes, mr->length);
+  Sub(counters_->mapped_bytes, mr->map.mapped_bytes());
+  Sub(counters_->mrs_active, 1);
+  Sub(counters_->stags_in_use, 1);
+  if (options_.wire_engine == nullptr) return;
+  // The worker must stop using the bytes before they are unmapped.
+  WireCommand c;
+  c.type = WireCommandType::kDeregMr;
+  c.stag = mr->stag;
+  bool queued = false;
+  if (WireCall(&c, &queued) == ETIMEDOUT) {
+    auto z = std::make_unique<Zombie>();
+    z->mr = std::move(mr);
+    Bury(std::move(z), c, queued);
+  }
+}
+
 void SessionServer::CloseSession(Session* s, const char* why) {
   Log(absl::StrFormat("app interface: session %u (pid %d) closed: %s; %u QPs, %u MRs released",
                       s->id, s->cred.pid, why, s->qps.size(), s->mrs.size()));
   while (!s->qps.empty()) DestroyQp(s, s->qps.begin()->second.get());
   while (!s->listeners.empty()) DestroyListener(listeners_[*s->listeners.begin()]);
-  for (auto& [stag, mr] : s->mrs) {
-    stags_.Deregister(mr->stag, mr->pd);  // the STag can never match again
-    Sub(counters_->registered_bytes, mr->length);
-    Sub(counters_->mapped_bytes, mr->map.mapped_bytes());
-    Sub(counters_->mrs_active, 1);
-    Sub(counters_->stags_in_use, 1);
-    if (options_.wire_engine != nullptr) {
-      WireCommand c;
-      c.type = WireCommandType::kDeregMr;
-      c.stag = mr->stag;
-      bool queued = false;
-      if (WireCall(&c, &queued) == ETIMEDOUT) {
-        auto z = std::make_unique<Zombie>();
-        z->mr = std::move(mr);
-        Bury(std::move(z), c, queued);
-      }
-    }
-  }
+  for (auto& [stag, mr] : s->mrs) ReleaseMr(std::move(mr));
   s->mrs.clear();
   for (auto& [id, cq] : s->cqs) {
     Sub(counters_->mapped_bytes, cq->shm.mapped_bytes());

@@ -180,6 +180,9 @@ class SessionServer {
   int DoAccept(Session* s, const Message& req, size_t len, Message* resp);
   int DoReject(Session* s, const Message& req, size_t len, Message* resp);
   void DestroyQp(Session* s, Qp* qp);
+  // Takes a region out of the STag table and the counters, and out of the
+  // worker's view before it is unmapped (held if the worker does not answer).
+  void ReleaseMr(std::unique_ptr<Mr> mr);
   void DestroyListener(Listener* l);
 
   // Wire engine (control side). WireCall pushes a command and waits for its
