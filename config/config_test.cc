@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 
 namespace iwarp::config {
@@ -648,6 +649,23 @@ TEST(ConfigErrors, Mempools) {
             "t.yaml:1:1: mempools.mbufs: 8191 mbufs are too few for port 'a' (needs 9792); "
             "allowed: at least rx_queues*rx_descriptors + tx_queues*tx_descriptors + "
             "(workers+1)*(cache+burst) (raise mempools.mbufs or lower the descriptors)");
+  // A net_memif zero-copy client receives into its own mbufs: a pool that
+  // cannot fill its rings (2^rsize each) is refused at the vdev, with both
+  // fixes. Copying clients, servers and pools that fit pass.
+  const std::string zc = "version: 1\nports:\n  - name: m\n    vdev: "
+                         "net_memif0,role=client,socket=/run/m.sock,zero-copy=yes,rsize=14\n"
+                         "workers: {lcores: [1]}\nmempools: {mbufs: 16383}\n";
+  EXPECT_EQ(Error(zc),
+            "t.yaml:4:11: ports[0].vdev: net_memif zero-copy client with rsize=14 receives into 1 "
+            "ring(s) of 16384 of this port's own mbufs, more than mempools.mbufs 16383 leaves after "
+            "the lcore caches (needs 16960); the link would stay silent; raise mempools.mbufs to "
+            "at least 16960 or lower rsize to at most 13");
+  EXPECT_EQ(Error(absl::StrReplaceAll(zc, {{"{mbufs: 16383}", "{mbufs: 32767}"}})), "");
+  EXPECT_EQ(Error(absl::StrReplaceAll(zc, {{"rsize=14", "rsize=13"}})), "");
+  EXPECT_EQ(Error(absl::StrReplaceAll(zc, {{"zero-copy=yes", "zero-copy=no"}})), "");
+  EXPECT_EQ(Error(absl::StrReplaceAll(zc, {{"role=client", "role=server"}})), "");
+  // Without rsize, DPDK's default 10 (1024 descriptors) fits.
+  EXPECT_EQ(Error(absl::StrReplaceAll(zc, {{",rsize=14", ""}})), "");
   EXPECT_EQ(Error2("mempools:\n  mbuf: 4096\n"),
             "t.yaml:8:3: mempools.mbuf: unknown key; allowed keys: mbufs, cache, data_room "
             "(did you mean 'mbufs'?)");
