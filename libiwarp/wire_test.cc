@@ -265,6 +265,7 @@ TEST_P(Wire, CommandsAStalledWorkerNeverTookAreSentWhenItRuns) {
   OpenApps(1 << 16);
   ASSERT_NO_FATAL_FAILURE(Establish());
   App& c = *client_;
+  const uint64_t commands = a_->worker.engine()->stats().commands;
   a_->worker.Pause();
   iwarp_mr late[2];
   for (int i = 0; i < 2; ++i) {
@@ -279,6 +280,9 @@ TEST_P(Wire, CommandsAStalledWorkerNeverTookAreSentWhenItRuns) {
   a_->worker.Resume();
   EXPECT_EQ(server_->Event(IWARP_EVENT_DISCONNECTED).reason, ECONNRESET);
   EXPECT_TRUE(WaitFor([&] { return a_->host.stats().wire_unacked_held == 0; }));
+  // The worker took the two registrations, the destroy and the two
+  // deregistrations that undo the late registrations: five commands.
+  EXPECT_EQ(a_->worker.engine()->stats().commands, commands + 5);
   // The daemon goes on: a registration is acknowledged at once again.
   iwarp_mr again{};
   EXPECT_EQ(iwarp_reg_mr(c.s, c.pd, c.mem + 4096 * 3, 4096, kAllAccess, &again), 0)

@@ -71,9 +71,9 @@ def main():
     try:
         must([args.meson, "install", "-C", args.build_root, "--no-rebuild", "--destdir", dest,
               "--quiet"], "meson install into a DESTDIR")
-        prefix = glob.glob(os.path.join(dest, "**", "bin", "iwarpd"), recursive=True)
-        check(len(prefix) == 1, "one iwarpd installed: %s" % prefix)
-        root = os.path.dirname(os.path.dirname(prefix[0]))  # DESTDIR + prefix
+        daemons = glob.glob(os.path.join(dest, "**", "bin", "iwarpd"), recursive=True)
+        check(len(daemons) == 1, "one iwarpd installed: %s" % daemons)
+        root = os.path.dirname(os.path.dirname(daemons[0]))  # DESTDIR + prefix
         bindir = os.path.join(root, "bin")
         for tool in ("iwarpd", "iwarpctl", "iwarp-perf"):
             check(os.access(os.path.join(bindir, tool), os.X_OK), "%s installed" % tool)
@@ -83,9 +83,9 @@ def main():
         check(os.path.islink(os.path.join(libdir, "libiwarp.so")), "libiwarp.so link for -liwarp")
         dyn = must(["readelf", "-d", so[0]], "readelf libiwarp.so.4")
         check("Library soname: [libiwarp.so.4]" in dyn, "soname libiwarp.so.4")
-        check("RUNPATH" not in dyn and "RPATH" not in dyn, "no build-tree run path left")
+        check("RPATH" not in dyn, "no build-tree run path left (RPATH, RUNPATH)")
         syms = must(["nm", "-D", "--defined-only", so[0]], "nm libiwarp.so.4").split()
-        names = [s for s in syms[2::3]]
+        names = syms[2::3]  # address, type, name
         exported = [n for n in names if n.startswith("iwarp_")]
         other = [n for n in names if not n.startswith("iwarp_") and n != "LIBIWARP_4"]
         check(len(exported) >= 30 and not other,
