@@ -379,7 +379,9 @@ int SessionServer::PollControl(int timeout_ms) {
       AcceptSessions();
     } else if (tag == kTagDoorbell) {
       // Edge-triggered: one event per write by the application; never read.
+      // The application posted while the worker slept (wire QPs).
       Add(counters_->doorbells, 1);
+      if (options_.wire_engine != nullptr) options_.wire_engine->WakeWorker();
     } else if (tag == kTagWire) {
       Drain(fd);  // the events themselves are taken by PollWire
     } else {

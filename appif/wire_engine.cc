@@ -434,7 +434,40 @@ WireEngineStats WireEngine::stats() const {
 
 // ---------------------------------------------------------------- rings
 
-bool WireEngine::PushCommand(const WireCommand& cmd) { return commands_producer_.Push(cmd); }
+bool WireEngine::PushCommand(const WireCommand& cmd) {
+  if (!commands_producer_.Push(cmd)) return false;
+  WakeWorker();
+  return true;
+}
+
+bool WireEngine::PrepareToSleep() {
+  if (pending_dirty_) return false;
+  size_t announced = 0;
+  bool work = false;
+  for (; announced < active_.size(); ++announced) {
+    WireQpContext* qp = active_[announced];
+    if (qp->reject_only || qp->engine == nullptr) continue;
+    if (qp->engine->completions_pending() != 0 || qp->sq.PrepareToWait()) {
+      ++announced;
+      work = true;
+      break;
+    }
+  }
+  // The SQ flags' fence (PrepareToWait) also orders the caller's own flag
+  // before this read of the command ring.
+  FenceBeforeWaitCheck();
+  if (!work && commands_.Available() == 0) return true;
+  for (size_t i = 0; i < announced; ++i) {
+    if (!active_[i]->reject_only && active_[i]->engine != nullptr) active_[i]->sq.CancelWait();
+  }
+  return false;
+}
+
+void WireEngine::EndSleep() {
+  for (WireQpContext* qp : active_) {
+    if (!qp->reject_only && qp->engine != nullptr) qp->sq.CancelWait();
+  }
+}
 
 bool WireEngine::PopEvent(WireEvent* ev) { return events_.Pop(ev); }
 

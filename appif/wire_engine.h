@@ -302,9 +302,29 @@ class WireEngine final : private engine::MemoryDomain {
   // (RFC 5041 7.1: otherwise "no buffer available" terminates the stream).
   uint32_t PostReceives();
 
+  // Blocking when idle (dataplane/worker.h), worker thread: announces that
+  // the worker sleeps (consumer_waiting on every QP's SQ, so an application
+  // that posts rings its session doorbell) and checks, after the fence, what
+  // only a poll would notice; false, with nothing left announced, if work
+  // waits: a command, SQ entries, completions a full CQ holds back, a scan
+  // of pending connections. EndSleep takes the announcement back.
+  bool PrepareToSleep();
+  void EndSleep();
+  // Start-up, before the worker polls: what wakes a blocked worker (called
+  // on the control thread after every command and application doorbell).
+  void SetWakeHook(void (*fn)(void*), void* ctx) {
+    wake_fn_ = fn;
+    wake_ctx_ = ctx;
+  }
+
   // ---- control thread ----
-  // False when the command ring is full (retry later).
+  // False when the command ring is full (retry later). Wakes the worker.
   bool PushCommand(const WireCommand& cmd);
+  // An application rang its session doorbell (it posted to an SQ while the
+  // worker slept): wakes the worker.
+  void WakeWorker() {
+    if (wake_fn_ != nullptr) wake_fn_(wake_ctx_);
+  }
   bool PopEvent(WireEvent* ev);
   // Before the control thread sleeps: true if events are already waiting.
   bool PrepareToWaitForEvents() { return events_.PrepareToWait(); }
@@ -398,6 +418,8 @@ class WireEngine final : private engine::MemoryDomain {
   };
   std::unique_ptr<void, FreeDeleter> command_mem_;
   std::unique_ptr<void, FreeDeleter> event_mem_;
+  void (*wake_fn_)(void*) = nullptr;
+  void* wake_ctx_ = nullptr;
   SpscRing<WireCommand> commands_;  // control -> worker
   SpscRing<WireCommand> commands_producer_;
   SpscRing<WireEvent> events_;      // worker -> control (consumer view)

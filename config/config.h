@@ -139,6 +139,12 @@ struct WorkerConfig {
   // After this many empty polls in a row a worker sleeps idle_sleep_us before
   // polling again; 0 = pure busy polling (lowest latency, one core per worker).
   uint32_t idle_sleep_us = 0;    // 0..10000
+  // After this long (us) without work a worker blocks until a frame arrives
+  // (receive interrupts), an application posts work, another thread hands it
+  // work, or its next timer is due (at most kMaxIdleBlockMs); 0 = never.
+  // Needs receive interrupts on every port; excludes idle_sleep_us.
+  uint32_t idle_block_after_us = 0;  // 0 or 10..1000000
+  SourcePosition idle_block_origin;  // of idle_block_after_us, for start-up errors
 
   friend bool operator==(const WorkerConfig&, const WorkerConfig&) = default;
 };

@@ -628,8 +628,38 @@ TEST(ConfigErrors, Workers) {
             "t.yaml:7:18: workers.idle_sleep_us: 10001 is out of range; allowed: an integer from "
             "0 to 10000");
   EXPECT_EQ(Error2("  lcore: [3]\n"),
-            "t.yaml:7:3: workers.lcore: unknown key; allowed keys: lcores, burst, idle_sleep_us "
-            "(did you mean 'lcores'?)");
+            "t.yaml:7:3: workers.lcore: unknown key; allowed keys: lcores, burst, idle_sleep_us, "
+            "idle_block_after_us (did you mean 'lcores'?)");
+}
+
+TEST(ConfigErrors, IdleBlock) {
+  const std::string tap =
+      "version: 1\nports:\n  - name: p0\n    vdev: net_tap0,iface=iw0\nworkers:\n"
+      "  lcores: [1]\n";
+  absl::StatusOr<Config> c = LoadConfigString(tap + "  idle_block_after_us: 500\n", "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->workers.idle_block_after_us, 500u);
+  EXPECT_EQ(c->workers.idle_block_origin.text, "t.yaml:7:24");
+  EXPECT_EQ(LoadConfigString(tap)->workers.idle_block_after_us, 0u);  // off by default
+  // A driver without receive interrupts (kMinimal's net_null) is refused at
+  // its vdev, naming the key that asks for them.
+  EXPECT_EQ(Error2("  idle_block_after_us: 500\n"),
+            "t.yaml:4:11: ports[0].vdev: net_null raises no receive interrupts, and "
+            "workers.idle_block_after_us (7:24) blocks until one; set "
+            "workers.idle_block_after_us to 0, or use workers.idle_sleep_us (a timed sleep) with "
+            "this port");
+  EXPECT_EQ(Error(tap + "  idle_sleep_us: 20\n  idle_block_after_us: 500\n"),
+            "t.yaml:7:18: workers.idle_sleep_us: set together with workers.idle_block_after_us; "
+            "choose one way to idle: remove idle_sleep_us (a timed sleep after a few empty polls) "
+            "or idle_block_after_us (block until woken after a quiet spell)");
+  EXPECT_EQ(Error(tap + "  idle_block_after_us: 5\n"),
+            "t.yaml:7:24: workers.idle_block_after_us: 5 us is shorter than a wake-up costs; "
+            "allowed: 0 (never block) or 10..1000000");
+  EXPECT_EQ(Error(tap + "  idle_block_after_us: 1000001\n"),
+            "t.yaml:7:24: workers.idle_block_after_us: 1000001 is out of range; allowed: an "
+            "integer from 0 to 1000000");
+  // Zero with a timed sleep is fine.
+  EXPECT_EQ(Error(tap + "  idle_sleep_us: 20\n  idle_block_after_us: 0\n"), "");
 }
 
 // ---- mempools ----

@@ -49,6 +49,7 @@ struct Runtime {
     if (telemetry_published) RetractTelemetryView();
     if (launched) {
       workers_stop.store(true, std::memory_order_release);
+      for (const std::unique_ptr<Worker>& w : workers) w->Wake();  // those that block
       rte_eal_mp_wait_lcore();
     }
     workers.clear();  // frees their rings

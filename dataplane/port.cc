@@ -166,6 +166,8 @@ absl::Status Configure(const config::Config& cfg, const config::PortConfig& pc, 
     conf.rx_adv_conf.rss_conf.rss_hf = kRssTypes;
   }
   if (absl::Status s = ChooseOffloads(pc, info, p, conf); !s.ok()) return s;
+  // Workers that block when idle wake on receive interrupts (worker.h).
+  if (cfg.workers.idle_block_after_us != 0) conf.intr_conf.rxq = 1;
   rc = rte_eth_dev_configure(p.port_id, p.nb_rxq, p.nb_txq, &conf);
   if (rc != 0) return EthError(p, "rte_eth_dev_configure", rc);
 
@@ -202,6 +204,17 @@ absl::Status Configure(const config::Config& cfg, const config::PortConfig& pc, 
   rc = rte_eth_dev_start(p.port_id);
   if (rc != 0) return EthError(p, "rte_eth_dev_start", rc);
   p.started = true;
+  if (cfg.workers.idle_block_after_us != 0) {
+    // Every queue needs an interrupt a blocked worker can wait on.
+    for (uint16_t q = 0; q < p.nb_rxq; ++q) {
+      if (rte_eth_dev_rx_intr_ctl_q_get_fd(p.port_id, q) >= 0) continue;
+      const std::string& where = cfg.workers.idle_block_origin.text;
+      return absl::InvalidArgumentError(absl::StrCat(
+          where.empty() ? "" : where + ": ", "workers.idle_block_after_us: port '", p.name, "' (",
+          p.driver, ") has no receive interrupt for queue ", q,
+          "; set workers.idle_block_after_us to 0, or use workers.idle_sleep_us (a timed sleep)"));
+    }
+  }
 
   rte_ether_addr mac;
   rc = rte_eth_macaddr_get(p.port_id, &mac);

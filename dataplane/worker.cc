@@ -1,6 +1,7 @@
 #include "dataplane/worker.h"
 
 #include <rte_cycles.h>
+#include <rte_epoll.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
@@ -10,7 +11,10 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -102,6 +106,7 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
       lcore_(lcore),
       burst_(std::min<uint16_t>(cfg.workers.burst, kMaxBurst)),
       idle_sleep_us_(cfg.workers.idle_sleep_us),
+      idle_block_after_us_(cfg.workers.idle_block_after_us),
       stats_(stats),
       stop_(stop),
       stack_(ToL3Ports(ports), ToL3Options(cfg), stats, this),
@@ -186,6 +191,7 @@ size_t Worker::impair_held() const {
 }
 
 Worker::~Worker() {
+  if (wake_fd_ >= 0) close(wake_fd_);
   rte_ring_free(steer_ring_);
   rte_ring_free(neighbor_ring_);
 }
@@ -200,6 +206,13 @@ absl::Status Worker::Init() {
   if (steer_ring_ == nullptr || neighbor_ring_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("worker on lcore ", lcore_, ": rings: ", rte_strerror(rte_errno)));
+  }
+  if (idle_block_after_us_ != 0) {
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (wake_fd_ < 0) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("worker on lcore ", lcore_, ": wake eventfd: ", strerror(errno)));
+    }
   }
   // Microseconds = cycles * 10^6 / hz as a 24.40 fixed-point multiply: the
   // poll loop reads the clock every iteration and three 64-bit divisions
@@ -337,6 +350,7 @@ absl::Status Worker::InitTcp() {
           absl::StrCat("app interface wire engine on lcore ", lcore_, ": ", w.status().message()));
     }
     wire_ = std::move(*w);
+    wire_->SetWakeHook([](void* self) { static_cast<Worker*>(self)->Wake(); }, this);
   }
   snapshot_.enabled = true;
   snapshot_.conns.resize(cfg_.tcp.max_connections);
@@ -721,6 +735,7 @@ void Worker::FillTcpSnapshot() {
 
 const TcpSnapshot* Worker::RequestTcpSnapshot(uint32_t timeout_ms) {
   const uint64_t want = snapshot_request_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  Wake();
   for (uint32_t waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 100) {
     if (snapshot_done_.load(std::memory_order_acquire) >= want) return &snapshot_;
     rte_delay_us_sleep(100);
@@ -731,6 +746,8 @@ const TcpSnapshot* Worker::RequestTcpSnapshot(uint32_t timeout_ms) {
 void Worker::SetPeers(std::span<Worker* const> peers) {
   peer_steer_rings_.clear();
   peer_neighbor_rings_.clear();
+  peers_.assign(peers.begin(), peers.end());
+  wake_peer_.assign(peers.size(), 0);
   for (Worker* w : peers) {
     peer_steer_rings_.push_back(w->steer_ring_);
     peer_neighbor_rings_.push_back(w == this ? nullptr : w->neighbor_ring_);
@@ -780,6 +797,12 @@ void Worker::NeighborLearned(uint32_t ip, uint16_t port, const MacAddr& mac) {
     if (r == nullptr) continue;
     // A full ring only means that worker resolves the address itself later.
     if (rte_ring_enqueue_elem(r, &u, sizeof(u)) != 0) stats_->neighbor_updates_lost.Add();
+  }
+  if (idle_block_after_us_ != 0) {
+    for (size_t i = 0; i < peer_neighbor_rings_.size(); ++i) {
+      if (peer_neighbor_rings_[i] != nullptr) wake_peer_[i] = 1;
+    }
+    any_peer_to_wake_ = true;
   }
 }
 
@@ -889,6 +912,10 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
         } else {
           stats_->steered_out.Add();
           if (app) stats_->steered_app.Add();
+          if (idle_block_after_us_ != 0) {
+            wake_peer_[owner] = 1;
+            any_peer_to_wake_ = true;
+          }
         }
         return;
       }
@@ -922,6 +949,10 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
         stats_->Drop(DropReason::kSteerRingFull);
       } else {
         stats_->steered_out.Add();
+        if (idle_block_after_us_ != 0) {
+          wake_peer_[0] = 1;
+          any_peer_to_wake_ = true;
+        }
         return;
       }
     } else {
@@ -1087,7 +1118,116 @@ uint32_t Worker::PollAt(uint64_t now_ms, uint64_t now_us) {
     snapshot_done_.store(request, std::memory_order_release);
   }
   FlushAll();
+  if (any_peer_to_wake_) WakeMarkedPeers();
   return work;
+}
+
+void Worker::Wake() {
+  if (wake_fd_ < 0) return;
+  // Pairs with the fence in BlockIdle: either the worker sees the work this
+  // thread published, or this thread sees that it sleeps.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed) == 0 ||
+      sleeping_.exchange(0, std::memory_order_acq_rel) == 0) {
+    return;
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof(one));
+}
+
+void Worker::WakeMarkedPeers() {
+  any_peer_to_wake_ = false;
+  for (size_t i = 0; i < wake_peer_.size(); ++i) {
+    if (wake_peer_[i] == 0) continue;
+    wake_peer_[i] = 0;
+    peers_[i]->Wake();
+  }
+}
+
+namespace {
+// Empties the wake eventfd when epoll reports it (rte_epoll_wait's callback).
+void DrainWakeFd(int fd, void*) {
+  uint64_t v;
+  [[maybe_unused]] const ssize_t n = read(fd, &v, sizeof(v));
+}
+}  // namespace
+
+bool Worker::SetUpIdleBlock() {
+  for (const RxQueue& q : rx_queues_) {
+    const int rc = rte_eth_dev_rx_intr_ctl_q(q.port_id, q.queue_id, RTE_EPOLL_PER_THREAD,
+                                             RTE_INTR_EVENT_ADD, nullptr);
+    if (rc != 0) {
+      LogError("worker on lcore ", lcore_, ": receive interrupt of port ", q.port_id, " queue ",
+               q.queue_id, ": ", rte_strerror(-rc), "; this worker busy-polls instead of blocking");
+      return false;
+    }
+  }
+  wake_event_ = std::make_unique<rte_epoll_event>();
+  std::memset(wake_event_.get(), 0, sizeof(rte_epoll_event));
+  wake_event_->epdata.event = EPOLLIN;
+  wake_event_->epdata.cb_fun = DrainWakeFd;
+  const int rc = rte_epoll_ctl(RTE_EPOLL_PER_THREAD, EPOLL_CTL_ADD, wake_fd_, wake_event_.get());
+  if (rc != 0) {
+    LogError("worker on lcore ", lcore_, ": epoll of the wake eventfd failed (", rc,
+             "); this worker busy-polls instead of blocking");
+    return false;
+  }
+  return true;
+}
+
+void Worker::SetRxInterrupts(bool on) {
+  // net_tap has no switch (its queue descriptor is always watched): -ENOTSUP.
+  for (const RxQueue& q : rx_queues_) {
+    if (on) {
+      rte_eth_dev_rx_intr_enable(q.port_id, q.queue_id);
+    } else {
+      rte_eth_dev_rx_intr_disable(q.port_id, q.queue_id);
+    }
+  }
+}
+
+bool Worker::BlockIdle(uint64_t now_us) {
+  // Nothing waits on the device or a delay stage, and the next TCP timer
+  // (delayed ACKs, retransmissions) is further away than an epoll tick.
+  for (const TxBuffer& tx : tx_) {
+    if (tx.count != 0) return false;
+  }
+  if (impair_held() != 0) return false;
+  uint64_t timeout_us = uint64_t{kMaxIdleBlockMs} * 1000;
+  if (tcp_ != nullptr) {
+    if (const std::optional<uint64_t> t = tcp_->NextTimerUs(); t.has_value()) {
+      if (*t <= now_us + 1000) return false;
+      timeout_us = std::min(timeout_us, *t - now_us);
+    }
+  }
+  sleeping_.store(1, std::memory_order_relaxed);
+  if (wire_ != nullptr && !wire_->PrepareToSleep()) {
+    sleeping_.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  // Pairs with the fence in Wake.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  bool work = stop_->load(std::memory_order_acquire) || rte_ring_count(steer_ring_) != 0 ||
+              rte_ring_count(neighbor_ring_) != 0 ||
+              snapshot_request_.load(std::memory_order_acquire) != snapshot_served_;
+  if (!work) {
+    SetRxInterrupts(true);
+    // A frame that arrived before its queue's interrupt was armed raises
+    // none: one more poll sees it.
+    const Now n = NowBoth();
+    work = PollAt(n.ms, n.us) != 0;
+  }
+  if (!work) {
+    rte_epoll_event events[8];
+    const uint64_t start = NowUs();
+    rte_epoll_wait(RTE_EPOLL_PER_THREAD, events, 8, static_cast<int>(timeout_us / 1000));
+    stats_->idle_blocks.Add();
+    stats_->idle_blocked_us.Add(NowUs() - start);
+  }
+  SetRxInterrupts(false);
+  sleeping_.store(0, std::memory_order_relaxed);
+  if (wire_ != nullptr) wire_->EndSleep();
+  return !work;
 }
 
 void Worker::Run() {
@@ -1104,13 +1244,19 @@ void Worker::Run() {
   // small timer slack (the default, 50 us, would add up to 50 us to the
   // first packet after every idle sleep). Once per worker, at start.
   if (idle_sleep_us_ != 0) prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  // The interrupts and the epoll instance are this thread's.
+  const bool block = idle_block_after_us_ != 0 && SetUpIdleBlock();
   uint32_t idle_polls = 0;
+  uint64_t last_work_us = NowUs();
   while (!stop_->load(std::memory_order_acquire)) {
     const Now now = NowBoth();
     if (PollAt(now.ms, now.us) != 0) {
       idle_polls = 0;
+      last_work_us = now.us;
     } else if (idle_sleep_us_ != 0 && ++idle_polls >= kIdlePollsBeforeSleep) {
       rte_delay_us_sleep(idle_sleep_us_);
+    } else if (block && now.us - last_work_us >= idle_block_after_us_ && BlockIdle(now.us)) {
+      last_work_us = NowUs();
     }
   }
   for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();

@@ -16,6 +16,18 @@
 // (appif/app_ports.h; relaxed atomics). The fast path does not allocate,
 // lock, log or throw; with workers.idle_sleep_us > 0 an idle worker sleeps
 // (a syscall) between polls.
+//
+// Blocking when idle (workers.idle_block_after_us > 0): after that long
+// without work the worker arms its queues' receive interrupts, announces that
+// it sleeps (`sleeping_`, and consumer_waiting on every wire QP's SQ), checks
+// every source of work once more, and waits in epoll for a receive interrupt,
+// its wake eventfd, or its next timer (at most kMaxIdleBlockMs). Whoever
+// hands it work after that rings the eventfd (Wake): another worker after
+// steering frames or a neighbour update to it, the control thread after a
+// wire command, a snapshot request, an application's doorbell or the stop.
+// Both sides fence between publishing and reading the other's flag
+// (spsc_ring.h's handshake), so no wake-up is lost and nobody makes a system
+// call while the worker polls.
 #ifndef IWARPD_DATAPLANE_WORKER_H_
 #define IWARPD_DATAPLANE_WORKER_H_
 
@@ -39,6 +51,7 @@
 #include "dataplane/l3/stats.h"
 #include "dataplane/port.h"
 
+struct rte_epoll_event;
 struct rte_mbuf;
 struct rte_ring;
 struct rte_mempool;
@@ -50,6 +63,10 @@ inline constexpr unsigned kSteerRingSize = 1024;
 inline constexpr unsigned kNeighborRingSize = 256;
 // Empty polls in a row before an idle worker sleeps workers.idle_sleep_us.
 inline constexpr uint32_t kIdlePollsBeforeSleep = 16;
+// Longest a blocked worker waits without an event: what timers nobody
+// announces may be late by (ARP, SCTP, services, MPA and accept timeouts),
+// and what an idle worker costs (100 wake-ups a second).
+inline constexpr uint32_t kMaxIdleBlockMs = 10;
 // Upper bound on ethdev port ids this build handles (DPDK's RTE_MAX_ETHPORTS
 // is 32 in Debian's build; checked in worker.cc).
 inline constexpr size_t kMaxPorts = 32;
@@ -159,6 +176,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
 
   uint32_t index() const { return index_; }
   uint32_t lcore() const { return lcore_; }
+
+  // Any thread, after it made work visible to this worker: ends its block
+  // if it blocks (workers.idle_block_after_us); no system call otherwise.
+  void Wake();
 
   // L3Sink (owning lcore only).
   void SendFrame(uint16_t port, ByteSpan frame) override;
@@ -284,11 +305,30 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   static bool PortOwnedHere(void* worker, const tcp::FourTuple& tuple);
   // Start-up: reads back the RSS key and redirection table of an RSS port.
   void ReadRss(const PortRuntime& p);
+  // Blocking when idle (see the top of this file). On the worker's lcore, at
+  // the start of Run: registers the receive interrupts and the wake eventfd
+  // with the thread's epoll; false (logged) if that fails.
+  bool SetUpIdleBlock();
+  // Blocks if nothing can be pending; returns whether it blocked.
+  bool BlockIdle(uint64_t now_us);
+  void SetRxInterrupts(bool on);
+  // Wakes the peers this poll steered frames or neighbour updates to.
+  void WakeMarkedPeers();
 
   const uint32_t index_;
   const uint32_t lcore_;
   const uint16_t burst_;
   const uint32_t idle_sleep_us_;
+  const uint32_t idle_block_after_us_;
+  // Blocking when idle: the wake eventfd, its epoll registration, whether
+  // the worker sleeps (1) or is about to, and the peers to wake after this
+  // poll (by worker index).
+  int wake_fd_ = -1;
+  std::unique_ptr<rte_epoll_event> wake_event_;
+  alignas(64) std::atomic<uint32_t> sleeping_{0};
+  std::vector<Worker*> peers_;
+  std::vector<uint8_t> wake_peer_;
+  bool any_peer_to_wake_ = false;
   LcoreStats* const stats_;
   const std::atomic<bool>* const stop_;
   L3Stack stack_;

@@ -1447,6 +1447,8 @@ size_t Qp::PollCompletions(std::span<Completion> out) {
   return n;
 }
 
+size_t Qp::completions_pending() const { return impl_->cq_count; }
+
 void Qp::Poll(uint64_t now_us) {
   Impl& m = *impl_;
   m.now_us = now_us;

@@ -493,6 +493,8 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   PostStatus PostRecv(const RecvWr& wr);
   // Moves up to out.size() completions out; returns how many.
   size_t PollCompletions(std::span<Completion> out);
+  // Completions PollCompletions would return now.
+  size_t completions_pending() const;
 
   // Every loop iteration: timeouts, completions of acknowledged Sends and
   // Writes, transmission resumed.

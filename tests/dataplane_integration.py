@@ -8,7 +8,7 @@ exactly. Every case uses its own namespace and EAL file prefix and removes
 them, and kills only the processes it started, even when it fails.
 
   dataplane_integration.py CASE --iwarpd PATH --iwarpctl PATH --source-root DIR
-  CASE: ping | malformed | shutdown | check_config
+  CASE: ping | malformed | shutdown | check_config | idle_block
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no network namespaces).
 """
@@ -138,13 +138,15 @@ def inject(iface, dst_mac, src_mac, repeat):
 # --- daemon under test ------------------------------------------------------
 
 class Daemon:
-    def __init__(self, args, name, hugepages="off", memory_mb=128):
+    def __init__(self, args, name, hugepages="off", memory_mb=128,
+                 idle="  idle_sleep_us: 100\n"):
         tag = "%s%d" % (name, os.getpid())
         self.args = args
         self.ns = "iwt_" + tag
         self.prefix = "iwt_" + tag
         self.hugepages = hugepages
         self.memory_mb = memory_mb
+        self.idle = idle
         self.dir = tempfile.mkdtemp(prefix="iwarpd_it_")
         self.log_path = os.path.join(self.dir, "iwarpd.log")
         self.proc = None
@@ -166,10 +168,9 @@ interfaces:
     ipv4: %s/24
 workers:
   lcores: [1]
-  idle_sleep_us: 100
-mempools:
+%smempools:
   mbufs: 4095
-""" % (self.memory_mb, self.hugepages, self.prefix, IFACE, OUR_IP)
+""" % (self.memory_mb, self.hugepages, self.prefix, IFACE, OUR_IP, self.idle)
 
     def ns_run(self, *cmd, **kw):
         return run(["ip", "netns", "exec", self.ns] + list(cmd), **kw)
@@ -322,6 +323,63 @@ def case_ping(args):
         d.cleanup()
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of every thread of `pid` so far."""
+    ticks = 0
+    for stat in glob.glob("/proc/%d/task/*/stat" % pid):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a thread that just ended
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def rtts_ms(ping_result):
+    return [float(l.split("time=")[1].split()[0]) for l in ping_result.stdout.splitlines()
+            if "time=" in l]
+
+
+def case_idle_block(args):
+    """workers.idle_block_after_us: an idle worker blocks instead of
+    busy-polling, and a frame wakes it at once (its receive interrupt), not
+    at the end of the block's timeout."""
+    d = Daemon(args, "b", idle="  idle_block_after_us: 200\n")
+    try:
+        d.start()
+        time.sleep(0.5)
+        cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
+        blocks0 = d.totals()["idle_blocks"]
+        time.sleep(2.0)
+        used = (cpu_seconds(d.proc.pid) - cpu0) / (time.monotonic() - t0)
+        blocks = d.totals()["idle_blocks"] - blocks0
+        log("idle: %.3f cores busy, %d blocks in 2 s" % (used, blocks))
+        # Busy polling keeps the worker's core at 1.0; blocked, it wakes at
+        # most every 10 ms (kMaxIdleBlockMs) and the control thread sleeps.
+        check(used < 0.25, "idle daemon uses %.3f cores (< 0.25; busy polling: ~1)" % used)
+        check(blocks >= 20, "the worker blocked %d times in 2 s" % blocks)
+        # Each echo request finds the worker blocked (200 ms apart): the
+        # reply comes from its receive interrupt. Woken only by the timeout,
+        # replies would wait 5 ms on average (up to 10).
+        before = d.totals()["idle_blocks"]
+        r = ping(d, 20, interval="0.2")
+        check(received(r) == 20, "20 echo requests 200 ms apart got 20 replies (%s)" %
+              r.stdout.strip().splitlines()[-2:])
+        rtts = sorted(rtts_ms(r))
+        median = rtts[len(rtts) // 2]
+        log("round trips (ms): %s" % " ".join("%.3f" % x for x in rtts))
+        check(median < 2.5, "median round trip %.3f ms to a blocked worker (< 2.5 ms)" % median)
+        check(d.totals()["idle_blocks"] - before >= 20,
+              "the worker blocked between the echo requests")
+        rc, secs = d.stop(signal.SIGTERM)
+        check(rc == 0 and secs < 2.0, "SIGTERM stops a blocked worker: exit %s after %.2f s" %
+              (rc, secs))
+        check(not d.sanitizer_reports(), "no sanitizer reports %s" % d.sanitizer_reports())
+    finally:
+        d.cleanup()
+
+
 def case_malformed(args):
     d = Daemon(args, "m")
     try:
@@ -444,7 +502,7 @@ def case_check_config(args):
 
 
 CASES = {"ping": case_ping, "malformed": case_malformed, "shutdown": case_shutdown,
-         "check_config": case_check_config}
+         "check_config": case_check_config, "idle_block": case_idle_block}
 
 
 def main():

@@ -70,7 +70,11 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(impair_delayed, "impair_delayed")             \
   X(impair_corrupted_stale, "impair_corrupted_stale") \
   X(impair_corrupted_fixed, "impair_corrupted_fixed") \
-  X(impair_skipped, "impair_skipped")
+  X(impair_skipped, "impair_skipped")             \
+  /* workers.idle_block_after_us: times the worker blocked until woken, */ \
+  /* and the microseconds it spent blocked */      \
+  X(idle_blocks, "idle_blocks")                   \
+  X(idle_blocked_us, "idle_blocked_us")
 
 struct alignas(kCacheLine) LcoreStats {
 #define IWARP_COUNTER_MEMBER(member, name) Counter member;

@@ -110,11 +110,22 @@ struct Options {
   // write_lat: poll the last byte of the buffer (as perftest) instead of
   // sleeping on the QP's placed-Write count (iwarp_qp_wait_writes).
   bool poll_byte = false;
+  // Latency tests, client: a pause before every iteration (untimed), so each
+  // one starts from idle daemons (workers.idle_block_after_us).
+  uint64_t gap_us = 0;
   bool crc = false;
   bool markers = false;
   uint32_t transport = IWARP_TRANSPORT_TCP;  // --transport: both sides name the same one
   const char* socket = nullptr;
 };
+
+// --gap-us: the untimed pause before a latency iteration.
+void Gap(const Options& o) {
+  if (o.gap_us == 0) return;
+  timespec ts{static_cast<time_t>(o.gap_us / 1000000), static_cast<long>(o.gap_us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
 
 const char* TransportName(uint32_t t) { return t == IWARP_TRANSPORT_SCTP ? "SCTP" : "TCP"; }
 
@@ -733,6 +744,7 @@ int RunClient(const Options& o) {
           if (pingpong) {
             const uint64_t k = 0;  // ping from slot 0, pong into slot 1
             PostRecv(&side, posted, side.mem + size, size);
+            Gap(o);
             const uint64_t l0 = NowNs();
             PostSend(&side, posted, IWARP_WR_SEND, side.mr.addr + k * size, size, 0, 0);
             const iwarp_wc rwc = WaitWc(side.rcq, "send_lat pong");
@@ -763,6 +775,7 @@ int RunClient(const Options& o) {
     } else if (o.test == Test::kReadLat) {
       for (uint64_t i = 0; i < iters; ++i) {
         const uint64_t k = i % std::min(slots, rslots);
+        Gap(o);
         const uint64_t l0 = NowNs();
         PostSend(&side, i, IWARP_WR_RDMA_READ, side.mr.addr + k * size, size, w.addr + k * size,
                  w.stag);
@@ -780,6 +793,7 @@ int RunClient(const Options& o) {
       const uint8_t* dst = side.mem + size;
       const uint64_t base = iwarp_qp_writes_placed(side.qp);
       for (uint64_t i = 0; i < iters; ++i) {
+        Gap(o);
         const uint64_t l0 = NowNs();
         src[size - 1] = Tag(i);
         PostSend(&side, i, IWARP_WR_RDMA_WRITE, side.mr.addr, size, w.addr, w.stag);
@@ -845,6 +859,8 @@ void Usage(FILE* f) {
           "  -S, --socket PATH      iwarpd application socket (default $IWARPD_SOCKET or\n"
           "                         /run/iwarpd/iwarpd.sock)\n"
           "  -V, --verify           check every byte (client and server); slower\n"
+          "      --gap-us N         latency tests, client: pause N us before every\n"
+          "                         iteration (untimed), so each starts from idle daemons\n"
           "      --poll-byte        write_lat: poll the last byte of the buffer for the\n"
           "                         peer's Write (as perftest) instead of sleeping until\n"
           "                         the daemon counts it placed (iwarp_qp_wait_writes)\n"
@@ -888,6 +904,7 @@ int main(int argc, char** argv) {
       {"transport", required_argument, nullptr, 'T'}, {"sctp", no_argument, nullptr, 'Z'},
       {"cq-mod", required_argument, nullptr, 'Q'},
       {"poll-byte", no_argument, nullptr, 'P'},
+      {"gap-us", required_argument, nullptr, 'G'},
       {nullptr, 0, nullptr, 0}};
   int c;
   uint64_t v = 0;
@@ -932,6 +949,13 @@ int main(int argc, char** argv) {
       case 'S': o.socket = optarg; break;
       case 'V': o.verify = true; break;
       case 'P': o.poll_byte = true; break;
+      case 'G':
+        if (!ParseU64(optarg, &v) || v > 10000000) {
+          fprintf(stderr, "iwarp-perf: --gap-us wants 0 .. 10000000, not '%s'\n", optarg);
+          return kExitUsage;
+        }
+        o.gap_us = v;
+        break;
       case 'C': o.crc = true; break;
       case 'M': o.markers = true; break;
       case 'T':
