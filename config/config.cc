@@ -56,6 +56,7 @@ constexpr uint64_t kMaxBurst = 256;
 constexpr uint64_t kMaxIdleSleepUs = 10000;
 constexpr uint64_t kMinIdleBlockAfterUs = 10;
 constexpr uint64_t kMaxIdleBlockAfterUs = 1000000;
+constexpr uint64_t kMaxIdleBlockMaxMs = 1000;
 constexpr uint64_t kMinMbufs = 1024;
 constexpr uint64_t kMaxMbufs = (1u << 24) - 1;
 constexpr uint64_t kMaxCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
@@ -1090,6 +1091,7 @@ bool Loader::ReadWorkers(const YAML::Node& key, const YAML::Node& value, const s
              w.idle_block_origin.text = absl::StrCat(source_, ":", Position(v.Mark()));
              return true;
            }},
+          {"idle_block_max_ms", Uint(&w.idle_block_max_ms, {1, kMaxIdleBlockMaxMs})},
       });
 }
 
@@ -2042,7 +2044,8 @@ std::string DescribeConfig(const Config& c) {
   absl::StrAppend(&out, "  workers: lcores [", absl::StrJoin(c.workers.lcores, ","), "], burst ",
                   c.workers.burst, ", ",
                   c.workers.idle_block_after_us != 0
-                      ? absl::StrCat("block after ", c.workers.idle_block_after_us, " us idle")
+                      ? absl::StrCat("block after ", c.workers.idle_block_after_us,
+                                     " us idle, at most ", c.workers.idle_block_max_ms, " ms")
                   : c.workers.idle_sleep_us == 0
                       ? std::string("busy polling")
                       : absl::StrCat("idle sleep ", c.workers.idle_sleep_us, " us"),
@@ -2162,7 +2165,8 @@ std::string FormatConfigYaml(const Config& c) {
   }
   absl::StrAppend(&out, "workers:\n  lcores: [", absl::StrJoin(c.workers.lcores, ", "),
                   "]\n  burst: ", c.workers.burst, "\n  idle_sleep_us: ", c.workers.idle_sleep_us,
-                  "\n  idle_block_after_us: ", c.workers.idle_block_after_us, "\n");
+                  "\n  idle_block_after_us: ", c.workers.idle_block_after_us,
+                  "\n  idle_block_max_ms: ", c.workers.idle_block_max_ms, "\n");
   absl::StrAppend(&out, "mempools:\n  mbufs: ", c.mempools.mbufs, "\n  cache: ", c.mempools.cache,
                   "\n  data_room: ", c.mempools.data_room, "\n");
   absl::StrAppend(&out, "arp:\n  cache_entries: ", c.arp.cache_entries,

@@ -141,9 +141,13 @@ struct WorkerConfig {
   uint32_t idle_sleep_us = 0;    // 0..10000
   // After this long (us) without work a worker blocks until a frame arrives
   // (receive interrupts), an application posts work, another thread hands it
-  // work, or its next timer is due (at most kMaxIdleBlockMs); 0 = never.
+  // work, or its next timer is due (at most idle_block_max_ms); 0 = never.
   // Needs receive interrupts on every port; excludes idle_sleep_us.
   uint32_t idle_block_after_us = 0;  // 0 or 10..1000000
+  // The longest a blocked worker sleeps without an event: what the timers
+  // nobody announces may be late by (ARP, SCTP, MPA and accept timeouts,
+  // service start delays), and an idle worker's wake-ups (1000 / this per s).
+  uint32_t idle_block_max_ms = 10;  // 1..1000
   SourcePosition idle_block_origin;  // of idle_block_after_us, for start-up errors
 
   friend bool operator==(const WorkerConfig&, const WorkerConfig&) = default;

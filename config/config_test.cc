@@ -629,7 +629,7 @@ TEST(ConfigErrors, Workers) {
             "0 to 10000");
   EXPECT_EQ(Error2("  lcore: [3]\n"),
             "t.yaml:7:3: workers.lcore: unknown key; allowed keys: lcores, burst, idle_sleep_us, "
-            "idle_block_after_us (did you mean 'lcores'?)");
+            "idle_block_after_us, idle_block_max_ms (did you mean 'lcores'?)");
 }
 
 TEST(ConfigErrors, IdleBlock) {
@@ -658,6 +658,12 @@ TEST(ConfigErrors, IdleBlock) {
   EXPECT_EQ(Error(tap + "  idle_block_after_us: 1000001\n"),
             "t.yaml:7:24: workers.idle_block_after_us: 1000001 is out of range; allowed: an "
             "integer from 0 to 1000000");
+  EXPECT_EQ(LoadConfigString(tap)->workers.idle_block_max_ms, 10u);
+  EXPECT_EQ(LoadConfigString(tap + "  idle_block_max_ms: 1000\n")->workers.idle_block_max_ms,
+            1000u);
+  EXPECT_EQ(Error(tap + "  idle_block_max_ms: 0\n"),
+            "t.yaml:7:22: workers.idle_block_max_ms: 0 is out of range; allowed: an integer from "
+            "1 to 1000");
   // Zero with a timed sleep is fine.
   EXPECT_EQ(Error(tap + "  idle_sleep_us: 20\n  idle_block_after_us: 0\n"), "");
 }

@@ -9,11 +9,13 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -107,6 +109,7 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
       burst_(std::min<uint16_t>(cfg.workers.burst, kMaxBurst)),
       idle_sleep_us_(cfg.workers.idle_sleep_us),
       idle_block_after_us_(cfg.workers.idle_block_after_us),
+      idle_block_max_ms_(cfg.workers.idle_block_max_ms),
       stats_(stats),
       stop_(stop),
       stack_(ToL3Ports(ports), ToL3Options(cfg), stats, this),
@@ -127,7 +130,7 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
   for (const PortRuntime& p : ports) {
     // RX queue q is polled by worker q % workers; TX queue `index` is ours.
     for (uint16_t q = 0; q < p.nb_rxq; ++q) {
-      if (q % workers == index_) rx_queues_.push_back({p.port_id, q});
+      if (q % workers == index_) rx_queues_.push_back({p.port_id, q, p.driver == "net_tap"});
     }
     tx_index_[p.port_id] = static_cast<int16_t>(tx_.size());
     TxBuffer tx;
@@ -1161,6 +1164,22 @@ bool Worker::SetUpIdleBlock() {
                q.queue_id, ": ", rte_strerror(-rc), "; this worker busy-polls instead of blocking");
       return false;
     }
+    // net_tap's interrupt is its queue descriptor, watched edge-triggered,
+    // and its rx_burst reads only once a SIGIO handler has counted the frame.
+    // The kernel sends SIGIO to any thread that takes it: to another worker,
+    // whose handler may run after this one woke, read nothing, and blocked
+    // again with the frame still queued and no new edge to come. Directed
+    // at this thread, the handler runs before its epoll_wait returns.
+    if (q.tap) {
+      const int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(q.port_id, q.queue_id);
+      const f_owner_ex owner{F_OWNER_TID, static_cast<pid_t>(syscall(SYS_gettid))};
+      if (fd < 0 || fcntl(fd, F_SETOWN_EX, &owner) != 0) {
+        LogError("worker on lcore ", lcore_, ": net_tap port ", q.port_id, " queue ", q.queue_id,
+                 ": cannot direct its SIGIO to this worker (", strerror(errno),
+                 "); this worker busy-polls instead of blocking");
+        return false;
+      }
+    }
   }
   wake_event_ = std::make_unique<rte_epoll_event>();
   std::memset(wake_event_.get(), 0, sizeof(rte_epoll_event));
@@ -1193,7 +1212,7 @@ bool Worker::BlockIdle(uint64_t now_us) {
     if (tx.count != 0) return false;
   }
   if (impair_held() != 0) return false;
-  uint64_t timeout_us = uint64_t{kMaxIdleBlockMs} * 1000;
+  uint64_t timeout_us = uint64_t{idle_block_max_ms_} * 1000;
   if (tcp_ != nullptr) {
     if (const std::optional<uint64_t> t = tcp_->NextTimerUs(); t.has_value()) {
       if (*t <= now_us + 1000) return false;

@@ -21,8 +21,8 @@
 // without work the worker arms its queues' receive interrupts, announces that
 // it sleeps (`sleeping_`, and consumer_waiting on every wire QP's SQ), checks
 // every source of work once more, and waits in epoll for a receive interrupt,
-// its wake eventfd, or its next timer (at most kMaxIdleBlockMs). Whoever
-// hands it work after that rings the eventfd (Wake): another worker after
+// its wake eventfd, or its next timer (at most workers.idle_block_max_ms).
+// Whoever hands it work after that rings the eventfd (Wake): another worker after
 // steering frames or a neighbour update to it, the control thread after a
 // wire command, a snapshot request, an application's doorbell or the stop.
 // Both sides fence between publishing and reading the other's flag
@@ -63,10 +63,6 @@ inline constexpr unsigned kSteerRingSize = 1024;
 inline constexpr unsigned kNeighborRingSize = 256;
 // Empty polls in a row before an idle worker sleeps workers.idle_sleep_us.
 inline constexpr uint32_t kIdlePollsBeforeSleep = 16;
-// Longest a blocked worker waits without an event: what timers nobody
-// announces may be late by (ARP, SCTP, services, MPA and accept timeouts),
-// and what an idle worker costs (100 wake-ups a second).
-inline constexpr uint32_t kMaxIdleBlockMs = 10;
 // Upper bound on ethdev port ids this build handles (DPDK's RTE_MAX_ETHPORTS
 // is 32 in Debian's build; checked in worker.cc).
 inline constexpr size_t kMaxPorts = 32;
@@ -204,6 +200,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   struct RxQueue {
     uint16_t port_id;
     uint16_t queue_id;
+    bool tap;  // net_tap: rx_burst reads only after the SIGIO handler ran
   };
   // The TCP segment run a TSO frame is being built from (ports[].tso): the
   // last frame of a TX buffer, which later segments of the same connection
@@ -320,6 +317,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   const uint16_t burst_;
   const uint32_t idle_sleep_us_;
   const uint32_t idle_block_after_us_;
+  const uint32_t idle_block_max_ms_;
   // Blocking when idle: the wake eventfd, its epoll registration, whether
   // the worker sleeps (1) or is about to, and the peers to wake after this
   // poll (by worker index).

@@ -356,7 +356,8 @@ def case_idle_block(args):
         blocks = d.totals()["idle_blocks"] - blocks0
         log("idle: %.3f cores busy, %d blocks in 2 s" % (used, blocks))
         # Busy polling keeps the worker's core at 1.0; blocked, it wakes at
-        # most every 10 ms (kMaxIdleBlockMs) and the control thread sleeps.
+        # most every 10 ms (workers.idle_block_max_ms, default 10) and the
+        # control thread sleeps.
         check(used < 0.25, "idle daemon uses %.3f cores (< 0.25; busy polling: ~1)" % used)
         check(blocks >= 20, "the worker blocked %d times in 2 s" % blocks)
         # Each echo request finds the worker blocked (200 ms apart): the

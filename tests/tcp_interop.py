@@ -12,7 +12,7 @@ what the kernel reports (`ss -tan` in the namespace) and what iwarpd reports
 impairment stage (ports[].impairment), since the kernel here has no netem.
 
   tcp_interop.py CASE --iwarpd PATH --iwarpctl PATH --source-root DIR
-  CASE: echo | sink | source | close | concurrent | impair_loss1 | impair_loss5 |
+  CASE: echo | sink | source | close | concurrent | idle_block_steer | impair_loss1 | impair_loss5 |
         impair_reorder | impair_delay | impair_duplicate | impair_corrupt | bulk_1g
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no network namespaces).
@@ -708,7 +708,97 @@ def case_bulk_1g(args):
         d.cleanup()
 
 
+KERNEL_GAPS = r'''
+import json, socket, sys, time
+host, port, nconn, rounds, gap = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
+                                  int(sys.argv[4]), float(sys.argv[5]))
+# Every round, after the gap, `nconn` new connections: connect, one 64-byte
+# echo, close. A new flow's first frames reach whichever TAP queue the
+# kernel hashes it to, so about half are steered to the other worker.
+rtts, bad = [], 0
+for r in range(rounds):
+    time.sleep(gap)
+    for i in range(nconn):
+        msg = bytes([(r * 7 + i + k) % 256 for k in range(64)])
+        t0 = time.perf_counter()
+        s = socket.create_connection((host, port), timeout=10)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(msg)
+        got = b""
+        while len(got) < 64:
+            b = s.recv(64 - len(got))
+            if not b:
+                break
+            got += b
+        rtts.append((time.perf_counter() - t0) * 1e3)
+        bad += got != msg
+        s.close()
+print(json.dumps({"rtts_ms": rtts, "bad": bad}))
+'''
+
+
+class TwoWorkerBlockingDaemon(TcpDaemon):
+    """Two workers floating over CPUs 0 and 1, both blocking when idle; the
+    TAP has a queue per worker and flows are steered in software to the
+    worker their hash names."""
+
+    def __init__(self, args, name):
+        super().__init__(args, name)
+        # Blocks of up to 200 ms: a wake-up that is lost shows as a stall of
+        # tens of milliseconds, not as noise.
+        self.idle = "  idle_block_after_us: 200\n  idle_block_max_ms: 200\n"
+
+    def config_text(self):
+        text = super().config_text()
+        for old, new in (("  lcores: [1]\n", "  lcores: [1, 2]\n"),
+                         ("  main_lcore: 0\n", "  main_lcore: 0\n  cpus: [0, 1]\n")):
+            if old not in text:
+                raise TestFailure("daemon harness config changed: no %r" % old)
+            text = text.replace(old, new)
+        return text
+
+
+def case_idle_block_steer(args):
+    """workers.idle_block_after_us with two workers: a frame that the TAP
+    queue of one worker receives for a flow the other owns is steered to the
+    other, which has blocked; the steering worker must wake it (its wake
+    eventfd), or the echo waits for the other's block timeout (here up to
+    200 ms)."""
+    d = TwoWorkerBlockingDaemon(args, "ts")
+    try:
+        d.start()
+        nconn, rounds = 4, 20
+        s0 = d.ctl_json("stats")["/iwarpd/stats"]
+        r = d.py(KERNEL_GAPS, OUR_IP, ECHO_PORT, nconn, rounds, 0.05)
+        s1 = d.ctl_json("stats")["/iwarpd/stats"]
+        rtts = sorted(r["rtts_ms"])
+        median = rtts[len(rtts) // 2]
+        lcores = [k for k in s1 if isinstance(s1[k], dict) and "idle_blocks" in s1[k] and
+                  k != "total"]
+        delta = {k: {c: s1[k][c] - s0[k][c] for c in ("idle_blocks", "steered_out", "steered_in")}
+                 for k in lcores}
+        log("connect + 64-byte echo after 50 ms gaps, %d per round: median %.3f ms, max %.3f ms; "
+            "per worker %s" % (nconn, median, rtts[-1], delta))
+        check(r["bad"] == 0 and len(rtts) == nconn * rounds,
+              "%d echoes came back unchanged" % (nconn * rounds))
+        check(len(lcores) == 2 and all(v["idle_blocks"] >= rounds for v in delta.values()),
+              "both workers blocked in the gaps (%s)" % delta)
+        steered = sum(v["steered_in"] for v in delta.values())
+        check(steered >= nconn * rounds // 4,
+              "frames of new connections were steered between the workers (%d)" % steered)
+        # A steered frame left to the owner's block timeout would wait up to
+        # 200 ms; with about half the connections steered, some would wait
+        # over 100.
+        check(median < 2.5 and rtts[-1] < 100,
+              "connections from blocked workers: median %.3f ms (< 2.5), max %.3f ms (< 100)" %
+              (median, rtts[-1]))
+        d.finish()
+    finally:
+        d.cleanup()
+
+
 CASES = {
+    "idle_block_steer": case_idle_block_steer,
     "echo": case_echo,
     "sink": case_sink,
     "source": case_source,
