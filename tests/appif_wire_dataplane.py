@@ -77,6 +77,10 @@ def wait_line(proc, needle, timeout):
 
 
 def run_pair(args, a, b, test, extra, expect):
+    """iwarp-perf `test` (verifying, -V) with its server on daemon a and its
+    client on daemon b; checks both exit 0 and the client's header (`expect`:
+    "client_extra" options, "lines" it must print); returns the client's
+    output."""
     server = perf(args, a, test, extra)
     try:
         wait_line(server, "waiting for a client", 15)
@@ -96,6 +100,7 @@ def run_pair(args, a, b, test, extra, expect):
               "%s: the client's table names the iWARP transport" % test)
         for needle in expect.get("lines", []):
             check(needle in out, "%s: '%s' in the client's header" % (test, needle))
+        return out
     finally:
         if server.poll() is None:
             server.kill()

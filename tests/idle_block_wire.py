@@ -22,7 +22,6 @@ import argparse
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 
@@ -50,29 +49,13 @@ class BlockingVhostDaemon(mj.VhostPort, aw.AppDaemon):
         return text.replace(idle, "  idle_block_after_us: 200\n  idle_block_max_ms: 200\n")
 
 
-def run_pair(args, a, b, test, extra):
-    common = [test, "-p", str(aw.PORT), "-V"] + extra
-    server = subprocess.Popen([args.perf] + common + ["-S", a.socket()],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        aw.wait_line(server, "waiting for a client", 15)
-        client = subprocess.run([args.perf] + common + ["-S", b.socket(), iwd.A_IP],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                timeout=120)
-        out, _ = server.communicate(timeout=30)
-        check(client.returncode == 0 and server.returncode == 0,
-              "iwarp-perf %s %s: client exit %d, server exit %s" %
-              (test, " ".join(extra), client.returncode, server.returncode) +
-              ("" if client.returncode == 0 else "\n" + client.stdout + out))
-        lines = client.stdout.splitlines()
-        for i, line in enumerate(lines):
-            if line.startswith(" #bytes"):
-                return [float(x) for x in lines[i + 1].split()]
-        raise TestFailure("no result row from iwarp-perf:\n" + client.stdout)
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.communicate()
+def result_row(out):
+    """The figures of iwarp-perf's result row (the line after " #bytes")."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(" #bytes"):
+            return [float(x) for x in lines[i + 1].split()]
+    raise TestFailure("no result row from iwarp-perf:\n" + out)
 
 
 def main():
@@ -94,8 +77,8 @@ def main():
         b.start()
         for test in ("write_lat", "send_lat", "read_lat"):
             before = [d.ctl_json("stats")["total"]["idle_blocks"] for d in (a, b)]
-            row = run_pair(args, a, b, test,
-                           ["-s", "64", "-n", str(ITERS), "--gap-us", str(GAP_US)])
+            row = result_row(aw.run_pair(
+                args, a, b, test, ["-s", "64", "-n", str(ITERS), "--gap-us", str(GAP_US)], {}))
             after = [d.ctl_json("stats")["total"]["idle_blocks"] for d in (a, b)]
             blocks = [y - x for x, y in zip(before, after)]
             # Columns: bytes, iterations, t_min, t_max, t_typical (median), ...;
@@ -111,7 +94,7 @@ def main():
                   "%s: round trips from blocked workers: median %.1f us (< 2500), max %.1f us "
                   "(< 100000; a wake-up left to the 200 ms block timeout)" %
                   (test, rtt_us, max_us))
-        row = run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "2000"])
+        row = result_row(aw.run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "2000"], {}))
         log("write_bw 64 KiB with blocking workers: %.1f MiB/s" % row[2])
         for d in (b, a):
             d.stop()  # raises unless it exits 0 within 10 s without sanitizer reports
