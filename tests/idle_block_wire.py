@@ -10,8 +10,9 @@ the worker's wake eventfd), and the frames reach A's through its receive
 interrupt. The workers block for up to 200 ms (idle_block_max_ms), so a
 lost wake-up stalls an iteration visibly. Checked: every iteration completes
 with the data verified (-V), the workers blocked in every gap (idle_blocks),
-the median round trip stays below 2.5 ms and none reaches 100 ms. Then write_bw after idle moves its
-bytes verified, and both daemons stop on SIGTERM.
+the median round trip stays below 10 ms (~1 ms here) and none reaches
+100 ms. Then write_bw after idle moves its bytes verified, and both daemons
+stop on SIGTERM.
 
   idle_block_wire.py --iwarpd PATH --iwarpctl PATH --perf PATH
 
@@ -90,8 +91,10 @@ def main():
             check(min(blocks) >= ITERS,
                   "%s: both workers blocked in every gap (%s blocks, %d gaps)" %
                   (test, blocks, ITERS))
-            check(rtt_us < 2500 and max_us < 100000,
-                  "%s: round trips from blocked workers: median %.1f us (< 2500), max %.1f us "
+            # ~1 ms here (four or five wake-ups from deep idle in a row); a
+            # lost wake-up waits for the 200 ms block timeout.
+            check(rtt_us < 10000 and max_us < 100000,
+                  "%s: round trips from blocked workers: median %.1f us (< 10000), max %.1f us "
                   "(< 100000; a wake-up left to the 200 ms block timeout)" %
                   (test, rtt_us, max_us))
         row = result_row(aw.run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "2000"], {}))
