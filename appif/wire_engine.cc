@@ -440,32 +440,32 @@ bool WireEngine::PushCommand(const WireCommand& cmd) {
   return true;
 }
 
+namespace {
+// A QP whose SQ the worker consumes (a stand-in reject QP has none in use;
+// an SCTP QP has none until it is on a stream).
+bool ConsumesSq(const WireQpContext* qp) { return !qp->reject_only && qp->engine != nullptr; }
+}  // namespace
+
 bool WireEngine::PrepareToSleep() {
   if (pending_dirty_) return false;
-  size_t announced = 0;
   bool work = false;
-  for (; announced < active_.size(); ++announced) {
-    WireQpContext* qp = active_[announced];
-    if (qp->reject_only || qp->engine == nullptr) continue;
+  for (WireQpContext* qp : active_) {
+    if (!ConsumesSq(qp)) continue;
     if (qp->engine->completions_pending() != 0 || qp->sq.PrepareToWait()) {
-      ++announced;
       work = true;
       break;
     }
   }
-  // The SQ flags' fence (PrepareToWait) also orders the caller's own flag
-  // before this read of the command ring.
+  // Also orders the caller's own flag before this read of the command ring.
   FenceBeforeWaitCheck();
   if (!work && commands_.Available() == 0) return true;
-  for (size_t i = 0; i < announced; ++i) {
-    if (!active_[i]->reject_only && active_[i]->engine != nullptr) active_[i]->sq.CancelWait();
-  }
+  EndSleep();
   return false;
 }
 
 void WireEngine::EndSleep() {
   for (WireQpContext* qp : active_) {
-    if (!qp->reject_only && qp->engine != nullptr) qp->sq.CancelWait();
+    if (ConsumesSq(qp)) qp->sq.CancelWait();
   }
 }
 

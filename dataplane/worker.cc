@@ -1205,24 +1205,24 @@ void Worker::SetRxInterrupts(bool on) {
   }
 }
 
-bool Worker::BlockIdle(uint64_t now_us) {
+void Worker::BlockIdle(uint64_t now_us) {
   // Nothing waits on the device or a delay stage, and the next TCP timer
   // (delayed ACKs, retransmissions) is further away than an epoll tick.
   for (const TxBuffer& tx : tx_) {
-    if (tx.count != 0) return false;
+    if (tx.count != 0) return;
   }
-  if (impair_held() != 0) return false;
+  if (impair_held() != 0) return;
   uint64_t timeout_us = uint64_t{idle_block_max_ms_} * 1000;
   if (tcp_ != nullptr) {
     if (const std::optional<uint64_t> t = tcp_->NextTimerUs(); t.has_value()) {
-      if (*t <= now_us + 1000) return false;
+      if (*t <= now_us + 1000) return;
       timeout_us = std::min(timeout_us, *t - now_us);
     }
   }
   sleeping_.store(1, std::memory_order_relaxed);
   if (wire_ != nullptr && !wire_->PrepareToSleep()) {
     sleeping_.store(0, std::memory_order_relaxed);
-    return false;
+    return;
   }
   // Pairs with the fence in Wake.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -1246,7 +1246,6 @@ bool Worker::BlockIdle(uint64_t now_us) {
   SetRxInterrupts(false);
   sleeping_.store(0, std::memory_order_relaxed);
   if (wire_ != nullptr) wire_->EndSleep();
-  return !work;
 }
 
 void Worker::Run() {
@@ -1274,7 +1273,10 @@ void Worker::Run() {
       last_work_us = now.us;
     } else if (idle_sleep_us_ != 0 && ++idle_polls >= kIdlePollsBeforeSleep) {
       rte_delay_us_sleep(idle_sleep_us_);
-    } else if (block && now.us - last_work_us >= idle_block_after_us_ && BlockIdle(now.us)) {
+    } else if (block && now.us - last_work_us >= idle_block_after_us_) {
+      // Blocked, found work, or could not block yet (a timer due, frames
+      // held): each starts a new quiet spell before the next try.
+      BlockIdle(now.us);
       last_work_us = NowUs();
     }
   }

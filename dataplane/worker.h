@@ -306,8 +306,9 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // the start of Run: registers the receive interrupts and the wake eventfd
   // with the thread's epoll; false (logged) if that fails.
   bool SetUpIdleBlock();
-  // Blocks if nothing can be pending; returns whether it blocked.
-  bool BlockIdle(uint64_t now_us);
+  // Blocks until woken if nothing can be pending (otherwise returns at once,
+  // or after the one poll that found work).
+  void BlockIdle(uint64_t now_us);
   void SetRxInterrupts(bool on);
   // Wakes the peers this poll steered frames or neighbour updates to.
   void WakeMarkedPeers();

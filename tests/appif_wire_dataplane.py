@@ -76,6 +76,15 @@ def wait_line(proc, needle, timeout):
     raise TestFailure("no '%s' from %s:\n%s" % (needle, proc.args, "".join(seen)))
 
 
+def result_row(out):
+    """The figures of iwarp-perf's result row (the line after " #bytes")."""
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(" #bytes") and i + 1 < len(lines):
+            return [float(x) for x in lines[i + 1].split()]
+    raise TestFailure("no result row from iwarp-perf:\n" + out)
+
+
 def run_pair(args, a, b, test, extra, expect):
     """iwarp-perf `test` (verifying, -V) with its server on daemon a and its
     client on daemon b; checks both exit 0 and the client's header (`expect`:

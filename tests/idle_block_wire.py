@@ -50,15 +50,6 @@ class BlockingVhostDaemon(mj.VhostPort, aw.AppDaemon):
         return text.replace(idle, "  idle_block_after_us: 200\n  idle_block_max_ms: 200\n")
 
 
-def result_row(out):
-    """The figures of iwarp-perf's result row (the line after " #bytes")."""
-    lines = out.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith(" #bytes"):
-            return [float(x) for x in lines[i + 1].split()]
-    raise TestFailure("no result row from iwarp-perf:\n" + out)
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--iwarpd", required=True)
@@ -78,7 +69,7 @@ def main():
         b.start()
         for test in ("write_lat", "send_lat", "read_lat"):
             before = [d.ctl_json("stats")["total"]["idle_blocks"] for d in (a, b)]
-            row = result_row(aw.run_pair(
+            row = aw.result_row(aw.run_pair(
                 args, a, b, test, ["-s", "64", "-n", str(ITERS), "--gap-us", str(GAP_US)], {}))
             after = [d.ctl_json("stats")["total"]["idle_blocks"] for d in (a, b)]
             blocks = [y - x for x, y in zip(before, after)]
@@ -97,7 +88,7 @@ def main():
                   "%s: round trips from blocked workers: median %.1f us (< 10000), max %.1f us "
                   "(< 100000; a wake-up left to the 200 ms block timeout)" %
                   (test, rtt_us, max_us))
-        row = result_row(aw.run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "2000"], {}))
+        row = aw.result_row(aw.run_pair(args, a, b, "write_bw", ["-s", "65536", "-n", "2000"], {}))
         log("write_bw 64 KiB with blocking workers: %.1f MiB/s" % row[2])
         for d in (b, a):
             d.stop()  # raises unless it exits 0 within 10 s without sanitizer reports

@@ -781,6 +781,11 @@ def case_idle_block_steer(args):
             "per worker %s" % (nconn, median, rtts[-1], delta))
         check(r["bad"] == 0 and len(rtts) == nconn * rounds,
               "%d echoes came back unchanged" % (nconn * rounds))
+        svc, _ = d.service("echo")
+        check(svc["accepted"] == nconn * rounds and svc["closed_abnormal"] == 0 and
+              svc["bytes_out"] == 64 * nconn * rounds,
+              "echo service: %d connections accepted, none closed abnormally, %d bytes echoed (%s)" %
+              (nconn * rounds, 64 * nconn * rounds, svc))
         check(len(lcores) == 2 and all(v["idle_blocks"] >= rounds for v in delta.values()),
               "both workers blocked in the gaps (%s)" % delta)
         steered = sum(v["steered_in"] for v in delta.values())

@@ -247,11 +247,7 @@ def perf_pair(args, a, b, test, size, iters, extra=(), cores=None):
             raise RuntimeError("iwarp-perf %s -s %d client exit %d:\n%s" %
                                (test, size, client.returncode, client.stdout))
         server.communicate(timeout=30)
-        lines = client.stdout.splitlines()
-        for i, line in enumerate(lines):
-            if line.startswith(" #bytes"):
-                return [float(x) for x in lines[i + 1].split()]
-        raise RuntimeError("no result row from iwarp-perf:\n%s" % client.stdout)
+        return aw.result_row(client.stdout)
     finally:
         if server.poll() is None:
             server.kill()
