@@ -227,6 +227,12 @@ struct TcpStack::Impl {
     // ------------------------------------------------ delayed ACK
     uint32_t unacked_segments = 0;
     bool ack_now = false;
+    // Quick ACK: the delayed-ACK timer fired, so no reply of ours carried the
+    // ACK in time and the peer waited for the timer. Until we send data within
+    // delayed_ack_us of receiving some (a reply again), in-order data is
+    // acknowledged at the end of its receive burst instead of on a timer.
+    bool quick_ack = false;
+    uint64_t data_rx_us = 0;  // when in-order data last arrived
     // An in-order ACK held until EndBurst (see TcpStack::BeginBurst).
     bool ack_held = false;
     // The slot is on `burst_acks` (per slot, not per connection: kept across
@@ -385,6 +391,8 @@ struct TcpStack::Impl {
     c.unacked_segments = 0;
     c.ack_now = false;
     c.ack_held = false;
+    c.quick_ack = false;
+    c.data_rx_us = 0;
     c.counters = TcpConnInfo();
     return &c;
   }
@@ -483,6 +491,10 @@ struct TcpStack::Impl {
   static void OnDelackTimer(Timer&, void* ctx) {
     Conn& c = *static_cast<Conn*>(ctx);
     ++c.stack->stats.delayed_acks;
+    if (!c.quick_ack) {
+      c.quick_ack = true;
+      ++c.stack->stats.quick_ack_entries;
+    }
     c.stack->SendAck(c);
   }
   static void OnKeepaliveTimer(Timer&, void* ctx) {
@@ -578,6 +590,11 @@ struct TcpStack::Impl {
         EncodeSegmentHeader(h, ByteSpan(optbuf, optlen), addrs, psum, MutableByteSpan(hdr));
     if (r.status != SegmentStatus::kOk) return false;  // cannot happen: sizes are ours
     if (flags & kFlagAck) {
+      // Data leaving soon after data arrived is a reply: it carries the ACK,
+      // so delaying ACKs pays again.
+      if (payload_len > 0 && c.quick_ack && now_us - c.data_rx_us < opt.delayed_ack_us) {
+        c.quick_ack = false;
+      }
       c.last_ack_sent = h.ack;
       const Seq32 edge = h.ack + (syn ? uint32_t{h.window} : uint32_t{h.window} << c.rcv_wscale);
       if (edge > c.rcv_adv) c.rcv_adv = edge;
@@ -1768,11 +1785,20 @@ struct TcpStack::Impl {
     // TSO run arriving whole, LRO) counts as the segments it stands for, or a
     // lone 64 KiB frame would wait for the delayed-ACK timer while the peer
     // waits for its ACK.
+    //
+    // After the timer fired with no reply of ours to carry the ACK (a peer
+    // streaming data, or one whose next message waits for this ACK, as an
+    // RDMA sender whose completions wait for it does), the connection is in
+    // quick-ACK mode (Conn::quick_ack): even a lone segment is acknowledged
+    // at the end of its burst. 4 KiB Writes at MTU 9000 over vhost-user
+    // sometimes settled into one 2-FPDU segment per timer tick (127 MiB/s
+    // against 1100-1150 in the same run).
     const uint32_t full = std::max<uint32_t>(our_mss - (c.ts_ok ? kTsOptionBytes : 0), 1);
     c.unacked_segments += std::max<uint32_t>((len + full - 1) / full, 1);
+    if (len > 0) c.data_rx_us = now_us;
     if (any_ooo || was_ooo_state || h.Has(kFlagFin)) {
       c.ack_now = true;
-    } else if (c.unacked_segments >= 2 || opt.delayed_ack_us == 0) {
+    } else if (c.unacked_segments >= 2 || opt.delayed_ack_us == 0 || c.quick_ack) {
       // In a receive burst the ACK for in-order data waits for the burst's
       // end: one cumulative ACK per burst, as a GRO-fed kernel receiver sends.
       // With delayed_ack_us 0 as well: the burst ends in the same poll, so

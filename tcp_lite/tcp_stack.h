@@ -103,7 +103,10 @@ struct TcpOptions {
   // this long after the first unacknowledged segment, and at once for every
   // second full-sized segment, out-of-order data or a filled hole. 0 acks
   // every segment at once, or, inside BeginBurst/EndBurst, in-order data
-  // once at the burst's end.
+  // once at the burst's end. A connection whose timer fired (no reply of
+  // ours carried the ACK in time) acknowledges as with 0 until data we send
+  // within delayed_ack_us of receiving carries an ACK again (Linux's
+  // quick-ACK and ping-pong modes; counted in quick_ack_entries).
   uint32_t delayed_ack_us = 200;
   bool nagle = false;  // RFC 9293 3.7.4; off: small writes go out at once
 
@@ -308,6 +311,7 @@ using PortFilter = bool (*)(void* context, const FourTuple& tuple);
   X(sack_recoveries, "sack_recoveries")                               \
   X(dup_acks_in, "dup_acks_in")                                       \
   X(delayed_acks, "delayed_acks")                                     \
+  X(quick_ack_entries, "quick_ack_entries")                           \
   X(acks_out, "acks_out")                                             \
   X(window_probes, "window_probes")                                   \
   X(keepalive_probes, "keepalive_probes")                             \

@@ -275,27 +275,87 @@ TEST_F(StackTest, SimultaneousOpen) {
 TEST_F(StackTest, DelayedAckThenImmediateAckOnSecondSegment) {
   Make();
   Accept();
+  // Two segments: the second is acknowledged at once (RFC 5681 4.2).
+  In(peer_.Build(kFlagAck, kPeerIsn + 1, iss_ + 1, 512, Ts(102, our_tsval_), Pattern(1448, 2)));
+  EXPECT_TRUE(out_.Take().empty());
+  In(peer_.Build(kFlagAck, kPeerIsn + 1449, iss_ + 1, 512, Ts(103, our_tsval_), Pattern(1448, 3)));
+  Wire a = One();
+  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 1 + 2 * 1448));
+
+  // A lone segment waits for the timer.
   const auto d1 = Pattern(100, 1);
-  In(peer_.Build(kFlagAck | kFlagPsh, kPeerIsn + 1, iss_ + 1, 512, Ts(102, our_tsval_), d1));
-  EXPECT_EQ(user_.data, d1);
+  In(peer_.Build(kFlagAck | kFlagPsh, kPeerIsn + 1 + 2 * 1448, iss_ + 1, 512,
+                 Ts(104, our_tsval_), d1));
   EXPECT_TRUE(out_.Take().empty());  // delayed
   Advance(150);
   EXPECT_TRUE(out_.Take().empty());
   Advance(200);
-  Wire a = One();
+  a = One();
   EXPECT_EQ(a.h.flags, kFlagAck);
-  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 101));
+  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 1 + 2 * 1448 + 100));
   EXPECT_EQ(a.h.seq, Seq32(iss_ + 1));
   EXPECT_EQ(a.h.window, (256 * 1024 - 0) >> 3);
   EXPECT_EQ(stack_->stats().delayed_acks, 1u);
+  EXPECT_EQ(stack_->stats().quick_ack_entries, 1u);
+  EXPECT_EQ(user_.data.size(), 2u * 1448 + 100);
+  EXPECT_EQ(user_.offset_errors, 0u);
+}
 
-  // Two segments: the second is acknowledged at once (RFC 5681 4.2).
-  In(peer_.Build(kFlagAck, kPeerIsn + 101, iss_ + 1, 512, Ts(103, our_tsval_), Pattern(1448, 2)));
+// Once the delayed-ACK timer fired (no reply of ours carried the ACK in
+// time), a lone segment is acknowledged at the end of its burst, not after
+// the timer, until data we send within delayed_ack_us of receiving (a reply)
+// carries the ACK again: an RDMA sender whose completions wait for our ACK
+// is not held a timer tick per message, and a ping-pong still carries its
+// ACKs on the replies.
+TEST_F(StackTest, QuickAckAfterTheTimerUntilAReplyCarriesTheAck) {
+  Make();
+  Accept();
+  uint32_t seq = kPeerIsn + 1;
+  In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(102, our_tsval_), Pattern(100, 1)));
+  seq += 100;
   EXPECT_TRUE(out_.Take().empty());
-  In(peer_.Build(kFlagAck, kPeerIsn + 1549, iss_ + 1, 512, Ts(104, our_tsval_), Pattern(1448, 3)));
-  a = One();
-  EXPECT_EQ(a.h.ack, Seq32(kPeerIsn + 1 + 100 + 2 * 1448));
-  EXPECT_EQ(user_.data.size(), 100u + 2 * 1448);
+  Advance(400);
+  EXPECT_EQ(One().h.ack, Seq32(seq));  // the timer's ACK
+  EXPECT_EQ(stack_->stats().quick_ack_entries, 1u);
+
+  // Quick ACK: a lone segment in a burst is acknowledged at the burst's end.
+  stack_->BeginBurst();
+  In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(103, our_tsval_), Pattern(100, 2)));
+  seq += 100;
+  EXPECT_TRUE(out_.Take().empty());
+  stack_->EndBurst(now_);
+  EXPECT_EQ(One().h.ack, Seq32(seq));
+  // Outside a burst, at once.
+  In(peer_.Build(kFlagAck, seq, iss_ + 1, 512, Ts(104, our_tsval_), Pattern(100, 3)));
+  seq += 100;
+  EXPECT_EQ(One().h.ack, Seq32(seq));
+  EXPECT_EQ(stack_->stats().delayed_acks, 1u);
+
+  // Data sent long after the last arrival is not a reply: still quick.
+  Advance(1000);
+  const auto late = Pattern(10, 4);
+  ASSERT_EQ(stack_->Send(conn_, ByteSpan(late), now_), late.size());
+  Wire w = One();
+  EXPECT_EQ(w.payload.size(), late.size());
+  In(peer_.Build(kFlagAck, seq, iss_ + 1 + 10, 512, Ts(105, our_tsval_), Pattern(100, 5)));
+  seq += 100;
+  EXPECT_EQ(One().h.ack, Seq32(seq));
+
+  // A reply 50 us after the data carries the ACK and ends quick ACK: the
+  // next lone segment waits for the timer again.
+  Advance(50);
+  const auto reply = Pattern(10, 6);
+  ASSERT_EQ(stack_->Send(conn_, ByteSpan(reply), now_), reply.size());
+  w = One();
+  EXPECT_EQ(w.payload.size(), reply.size());
+  In(peer_.Build(kFlagAck, seq, iss_ + 1 + 20, 512, Ts(106, our_tsval_), Pattern(100, 7)));
+  seq += 100;
+  EXPECT_TRUE(out_.Take().empty());  // delayed
+  Advance(400);
+  EXPECT_EQ(One().h.ack, Seq32(seq));
+  EXPECT_EQ(stack_->stats().delayed_acks, 2u);
+  EXPECT_EQ(stack_->stats().quick_ack_entries, 2u);
+  EXPECT_EQ(user_.data.size(), 500u);
   EXPECT_EQ(user_.offset_errors, 0u);
 }
 
