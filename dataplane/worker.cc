@@ -225,6 +225,7 @@ absl::Status Worker::Init() {
   // consistent and monotonic.
   const uint64_t hz = std::max<uint64_t>(1, rte_get_timer_hz());
   us_per_cycle_q40_ = static_cast<uint64_t>((Uint128{1000000} << 40) / hz);
+  publish_every_cycles_ = std::max<uint64_t>(1, hz / 1000);
   if (absl::Status st = InitSctp(); !st.ok()) return st;
   return InitTcp();
 }
@@ -985,15 +986,29 @@ void Worker::DrainRings() {
 
 uint64_t Worker::NowMs() const { return NowUs() / 1000; }
 
-uint64_t Worker::NowUs() const {
+uint64_t Worker::NowUs() const { return NowFromCycles(rte_get_timer_cycles()).us; }
+
+Worker::Now Worker::NowBoth() const { return NowFromCycles(rte_get_timer_cycles()); }
+
+Worker::Now Worker::NowFromCycles(uint64_t cycles) const {
   // 64 x 40-bit product in 128 bits: no overflow for any cycle count.
-  const Uint128 c = rte_get_timer_cycles();
-  return static_cast<uint64_t>((c * us_per_cycle_q40_) >> 40);
+  const uint64_t us = static_cast<uint64_t>((Uint128{cycles} * us_per_cycle_q40_) >> 40);
+  return Now{us / 1000, us};
 }
 
-Worker::Now Worker::NowBoth() const {
-  const uint64_t us = NowUs();
-  return Now{us / 1000, us};
+void Worker::AccountLoop(uint64_t cycles, bool busy) {
+  loop_cycles_ += cycles;
+  if (busy) busy_cycles_ += cycles;
+  unpublished_cycles_ += cycles;
+  if (unpublished_cycles_ >= publish_every_cycles_) PublishLoopTime();
+}
+
+void Worker::PublishLoopTime() {
+  unpublished_cycles_ = 0;
+  const uint64_t poll = NowFromCycles(loop_cycles_).us;
+  const uint64_t busy = NowFromCycles(busy_cycles_).us;
+  stats_->poll_us.Add(poll - stats_->poll_us.Get());
+  stats_->busy_us.Add(busy - stats_->busy_us.Get());
 }
 
 uint16_t Worker::ReceiveBurst(rte_mbuf* const* pkts, uint16_t n, uint64_t now_ms) {
@@ -1266,9 +1281,17 @@ void Worker::Run() {
   const bool block = idle_block_after_us_ != 0 && SetUpIdleBlock();
   uint32_t idle_polls = 0;
   uint64_t last_work_us = NowUs();
+  // Each iteration's time (one TSC read apart) counts as busy when its poll
+  // found work; time in BlockIdle counts in idle_blocked_us instead.
+  uint64_t prev_cycles = rte_get_timer_cycles();
+  bool worked = false;
   while (!stop_->load(std::memory_order_acquire)) {
-    const Now now = NowBoth();
-    if (PollAt(now.ms, now.us) != 0) {
+    const uint64_t cycles = rte_get_timer_cycles();
+    AccountLoop(cycles - prev_cycles, worked);
+    prev_cycles = cycles;
+    const Now now = NowFromCycles(cycles);
+    worked = PollAt(now.ms, now.us) != 0;
+    if (worked) {
       idle_polls = 0;
       last_work_us = now.us;
     } else if (idle_sleep_us_ != 0 && ++idle_polls >= kIdlePollsBeforeSleep) {
@@ -1277,9 +1300,11 @@ void Worker::Run() {
       // Blocked, found work, or could not block yet (a timer due, frames
       // held): each starts a new quiet spell before the next try.
       BlockIdle(now.us);
-      last_work_us = NowUs();
+      prev_cycles = rte_get_timer_cycles();
+      last_work_us = NowFromCycles(prev_cycles).us;
     }
   }
+  PublishLoopTime();
   for (ImpairmentStage* stage : impair_stages_) stage->ReleaseAll();
   // A stopping daemon aborts its SCTP associations (RFC 9260 9.1), so the
   // peers free their QP slots now rather than after heartbeat failure

@@ -143,6 +143,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
     uint64_t us;
   };
   Now NowBoth() const;
+  Now NowFromCycles(uint64_t cycles) const;
 
   // Any thread but the worker's (control path): asks the worker to fill its
   // TcpSnapshot and waits up to `timeout_ms` for it. On success the snapshot
@@ -359,6 +360,14 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   rte_ring* steer_ring_ = nullptr;
   rte_ring* neighbor_ring_ = nullptr;
   uint64_t us_per_cycle_q40_ = 0;  // 10^6 / timer hz, fixed point with 40 fraction bits
+  // Run's loop accounting (LcoreStats::poll_us, busy_us): cycles summed
+  // here, published in microseconds about once a millisecond.
+  void AccountLoop(uint64_t cycles, bool busy);
+  void PublishLoopTime();
+  uint64_t loop_cycles_ = 0;
+  uint64_t busy_cycles_ = 0;
+  uint64_t unpublished_cycles_ = 0;
+  uint64_t publish_every_cycles_ = 1;
   uint64_t last_tick_ms_ = 0;
   uint64_t now_ms_ = 0;  // time of the current poll, for frames the stages release
   ImpairGlue rx_glue_{this, false};

@@ -294,9 +294,22 @@ def case_ping(args):
         check(before["rx_packets"] == 0 and before["drops"] == 0,
               "fresh daemon has counted nothing (rx %d, drops %d)" %
               (before["rx_packets"], before["drops"]))
+        t0 = time.monotonic()
         r = ping(d, 100)
+        wall_us = (time.monotonic() - t0) * 1e6
         check(received(r) == 100, "ping -c 100 -i 0.01 got 100 replies (%s)" %
               r.stdout.strip().splitlines()[-2:])
+        # The worker's own load: it polled the whole time (top: 100%), but
+        # only the polls that found an echo request or the ARP did work.
+        after = d.totals()
+        poll = after["poll_us"] - before["poll_us"]
+        busy = after["busy_us"] - before["busy_us"]
+        log("worker loop: %d us polled, %d us of it with work, in %d us of ping" %
+            (poll, busy, wall_us))
+        check(0.5 * wall_us <= poll <= wall_us + 200000,
+              "poll_us grew with the wall clock (%d us in %d us)" % (poll, wall_us))
+        check(0 < busy < 0.3 * poll,
+              "busy_us: the polls with work are a small part (%d of %d us)" % (busy, poll))
         neigh = d.ns_run("ip", "neigh", "show", OUR_IP, "dev", IFACE).stdout
         check(d.mac in neigh and "FAILED" not in neigh and "INCOMPLETE" not in neigh,
               "kernel resolved iwarpd's MAC %s (ip neigh: %s)" % (d.mac, neigh.strip()))

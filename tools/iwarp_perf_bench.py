@@ -63,6 +63,13 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             its system calls and softirq work wherever they
                             ran. Ticks are 10 ms: runs under a second read
                             a few percent either way.
+    iwarpd workers' time with work
+                            the share of both daemons' worker poll loops
+                            spent in polls that found work (iwarpctl stats:
+                            busy_us over poll_us, read before and after the
+                            run): what the busy-polling cores actually
+                            worked; the rest is polling an empty link and
+                            rings. No kernel figure.
   send_bw 64 B              iwarp-perf send_bw (messages per second).
                             Kernel: the same count of 64-byte writes on one
                             connection (TCP_NODELAY) until all are read.
@@ -225,10 +232,22 @@ class CpuMeter:
         return False
 
 
-def perf_pair(args, a, b, test, size, iters, extra=(), cores=None):
+def worker_loop_us(d):
+    """The daemon's workers' poll-loop time and its part in polls that found
+    work (LcoreStats poll_us, busy_us), summed; None from a daemon without
+    them (a --baseline-iwarpd from before they existed)."""
+    t = d.ctl_json("stats")["total"]
+    if "poll_us" not in t:
+        return None
+    return t["poll_us"], t["busy_us"]
+
+
+def perf_pair(args, a, b, test, size, iters, extra=(), cores=None, loads=None):
     """Runs one iwarp-perf test (server on a, client on b, both with the
     options in `extra`); returns the client's result row as floats. With a
-    list `cores`, appends the cores busy while the client ran (CpuMeter)."""
+    list `cores`, appends the cores busy while the client ran (CpuMeter);
+    with a list `loads`, the share (%) of the workers' poll-loop time spent
+    in polls that found work, both daemons together (None if unknown)."""
     common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)] + list(extra)
     if test.endswith("_bw"):
         common += ["-q", str(DEPTH), "-Q", str(args.cq_mod)]
@@ -236,6 +255,7 @@ def perf_pair(args, a, b, test, size, iters, extra=(), cores=None):
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         aw.wait_line(server, "waiting for a client", 15)
+        loops0 = [worker_loop_us(d) for d in (a, b)] if loads is not None else None
         with CpuMeter() as meter:
             client = subprocess.run(pinned(args, CLIENT_CPU) + [args.perf] + common +
                                     ["-S", b.socket(), iwd.A_IP],
@@ -243,6 +263,14 @@ def perf_pair(args, a, b, test, size, iters, extra=(), cores=None):
                                     timeout=600)
         if cores is not None:
             cores.append(meter.cores)
+        if loads is not None:
+            loops1 = [worker_loop_us(d) for d in (a, b)]
+            if None in loops0 or None in loops1:
+                loads.append(None)
+            else:
+                poll = sum(y[0] - x[0] for x, y in zip(loops0, loops1))
+                busy = sum(y[1] - x[1] for x, y in zip(loops0, loops1))
+                loads.append(100.0 * busy / poll if poll > 0 else None)
         if client.returncode != 0:
             raise RuntimeError("iwarp-perf %s -s %d client exit %d:\n%s" %
                                (test, size, client.returncode, client.stdout))
@@ -259,10 +287,11 @@ def write_bw_runs(args, a, b, count_4k, count_64k):
     the machine kept busy meanwhile, for 4 KiB and 64 KiB."""
     out = {}
     for key, size, count in (("w4k", 4096, count_4k), ("w64k", 65536, count_64k)):
-        cores = []
+        cores, loads = [], []
         # Row: bytes, iterations, MiB/s, Mpps, memcpy MiB/s.
-        out[key] = perf_pair(args, a, b, "write_bw", size, count, cores=cores)[2]
+        out[key] = perf_pair(args, a, b, "write_bw", size, count, cores=cores, loads=loads)[2]
         out[key + "_cores"] = cores[0]
+        out[key + "_load"] = loads[0]
     return out
 
 
@@ -467,6 +496,8 @@ def bw_rows(mtu, link, mine, kern, old):
                      per_core(old, key)))
         rows.append(("  cores busy", get(mine, key + "_cores"), kern[key + "_cores"], False,
                      get(old, key + "_cores")))
+        rows.append(("  iwarpd workers' time with work (%)", get(mine, key + "_load"), None,
+                     False, get(old, key + "_load")))
     return rows
 
 

@@ -74,7 +74,13 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   /* workers.idle_block_after_us: times the worker blocked until woken, */ \
   /* and the microseconds it spent blocked */      \
   X(idle_blocks, "idle_blocks")                   \
-  X(idle_blocked_us, "idle_blocked_us")
+  X(idle_blocked_us, "idle_blocked_us")           \
+  /* The poll loop's own load: microseconds it ran (not blocked), and of */ \
+  /* them those in polls that found work (frames, ring entries, work */    \
+  /* requests); busy_us over poll_us between two reads is the share of */  \
+  /* the worker's core doing work, where top shows 100% for a busy poller */ \
+  X(poll_us, "poll_us")                           \
+  X(busy_us, "busy_us")
 
 struct alignas(kCacheLine) LcoreStats {
 #define IWARP_COUNTER_MEMBER(member, name) Counter member;
