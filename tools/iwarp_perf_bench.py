@@ -40,7 +40,10 @@ with the same pattern, in one run. Each row names the link iwarpd used:
               (--count-pcap-4k/--count-pcap-64k), as an iwarp-perf server
               gives up on a size that takes more than 10 s.
 
-  write_bw 4 KiB / 64 KiB   iwarp-perf write_bw, queue depth 16, MTU 1500
+  write_bw 4 KiB / 64 KiB   iwarp-perf write_bw, queue depth 16 (--depth N;
+                            64 with --tcp-buffer-bytes 4194304, alternated
+                            with the defaults: 4 KiB rows 1.2-1.6x, 64 KiB
+                            at MTU 9000 1.24x, memif 64 KiB slower), MTU 1500
                             (memif and pcap/veth) and 9000 (pcap/veth)
                             (goodput, MiB/s as iwarp-perf prints it). A
                             completion per work request unless --cq-mod N
@@ -172,6 +175,20 @@ class BenchDaemon(aw.AppDaemon):
                          idle_sleep_us=args.idle_sleep_us,
                          delayed_ack_us=args.delayed_ack_us, memif_devargs=memif_devargs)
 
+    def config_text(self):
+        """The harness's config with --tcp-buffer-bytes N: both TCP buffers
+        N, and room for N / 1024 MPA records in flight (tcp.max_send_records;
+        an FPDU at MTU 1500 carries about 1.4 KiB)."""
+        text = super().config_text()
+        n = self.args.tcp_buffer_bytes
+        if n:
+            old = "  send_buffer_bytes: 1048576\n  receive_buffer_bytes: 1048576\n"
+            if old not in text:
+                raise RuntimeError("daemon harness config changed: no %r" % old)
+            text = text.replace(old, "  send_buffer_bytes: %d\n  receive_buffer_bytes: %d\n"
+                                "  max_send_records: %d\n" % (n, n, max(1024, n // 1024)))
+        return text
+
 
 class PcapBenchDaemon(mj.VdevPort, BenchDaemon):
     """An application-interface daemon on net_pcap over one end of a veth
@@ -250,7 +267,7 @@ def perf_pair(args, a, b, test, size, iters, extra=(), cores=None, loads=None):
     in polls that found work, both daemons together (None if unknown)."""
     common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)] + list(extra)
     if test.endswith("_bw"):
-        common += ["-q", str(DEPTH), "-Q", str(args.cq_mod)]
+        common += ["-q", str(args.depth), "-Q", str(args.cq_mod)]
     server = subprocess.Popen(pinned(args, SERVER_CPU) + [args.perf] + common + ["-S", a.socket()],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -621,6 +638,12 @@ def main():
                     help="one core per node (the default; --no-pin: wherever the scheduler "
                          "puts them): server-side processes on CPU 1 (the server daemon's "
                          "worker), client-side on CPU 0, iwarpd's and the kernel's")
+    ap.add_argument("--depth", type=int, default=DEPTH,
+                    help="bandwidth rows: iwarp-perf -q N, work requests outstanding "
+                    "(default %d)" % DEPTH)
+    ap.add_argument("--tcp-buffer-bytes", type=int, default=0,
+                    help="both daemons' tcp.send_buffer_bytes and receive_buffer_bytes "
+                    "(default: the harness's 1 MiB), with tcp.max_send_records N / 1024")
     ap.add_argument("--cq-mod", type=int, default=1,
                     help="bandwidth rows: iwarp-perf -Q N, a completion every N work requests "
                     "(default 1)")
@@ -679,8 +702,10 @@ def main():
                 per_run([r[i][2] for r in runs])))
     print("iWARP application QPs (iwarp-perf, two iwarpd, depth %d, a completion every %d; "
           "the link in each row) vs "
-          "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s%s%s" %
-          (DEPTH, args.cq_mod, " / ".join(loads),
+          "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s%s%s%s" %
+          (args.depth, args.cq_mod, " / ".join(loads),
+           "; tcp buffers %d bytes" % args.tcp_buffer_bytes if args.tcp_buffer_bytes
+           else "; tcp buffers 1 MiB",
            "; medians of %d runs" % args.repeat if args.repeat > 1 else "",
            "; --pin: server-side processes on CPU %d, client-side on CPU %d (one core per node)"
            % (SERVER_CPU, CLIENT_CPU) if args.pin else "; --no-pin: unpinned",
