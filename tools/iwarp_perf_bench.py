@@ -41,8 +41,8 @@ with the same pattern, in one run. Each row names the link iwarpd used:
               gives up on a size that takes more than 10 s.
 
   write_bw 4 KiB / 64 KiB   iwarp-perf write_bw, queue depth 16 (--depth N;
-                            64 with --tcp-buffer-bytes 4194304, alternated
-                            with the defaults: 4 KiB rows 1.2-1.6x, 64 KiB
+                            64 with --tcp-buffer-bytes 4194304, run right
+                            after the defaults: 4 KiB rows 1.2-1.6x, 64 KiB
                             at MTU 9000 1.24x, memif 64 KiB slower), MTU 1500
                             (memif and pcap/veth) and 9000 (pcap/veth)
                             (goodput, MiB/s as iwarp-perf prints it). A
