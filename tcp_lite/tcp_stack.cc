@@ -232,7 +232,7 @@ struct TcpStack::Impl {
     // delayed_ack_us of receiving some (a reply again), in-order data is
     // acknowledged at the end of its receive burst instead of on a timer.
     bool quick_ack = false;
-    uint64_t data_rx_us = 0;  // when in-order data last arrived
+    uint64_t data_rx_us = 0;  // when data last arrived
     // An in-order ACK held until EndBurst (see TcpStack::BeginBurst).
     bool ack_held = false;
     // The slot is on `burst_acks` (per slot, not per connection: kept across
