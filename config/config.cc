@@ -1127,7 +1127,27 @@ bool Loader::ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::
           {"send_buffer_bytes", Uint(&t.send_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
           {"receive_buffer_bytes", Uint(&t.receive_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
           {"max_zero_copy_sends", Uint(&t.max_zero_copy_sends, {1, 65536})},
-          {"max_send_records", Uint(&t.max_send_records, {1, 1 << 20})},
+          {"max_send_records",
+           [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             constexpr absl::string_view kAllowed = "allowed: auto or an integer from 1 to 1048576";
+             std::string raw;
+             if (!ReadScalar(k, v, p, kAllowed, &raw)) return false;
+             if (raw == "auto") {
+               t.max_send_records = 0;
+               return true;
+             }
+             const bool digits = !raw.empty() && raw.size() <= 7 && (raw == "0" || raw[0] != '0') &&
+                                 raw.find_first_not_of("0123456789") == std::string::npos;
+             const uint64_t x = digits ? std::stoull(raw) : 0;
+             if (!digits || x < 1 || x > (1u << 20)) {
+               return Fail(v.Mark(), p,
+                           digits ? absl::StrCat(x, " is out of range")
+                                  : absl::StrCat("'", raw, "' is neither auto nor a decimal integer"),
+                           kAllowed);
+             }
+             t.max_send_records = static_cast<uint32_t>(x);
+             return true;
+           }},
           {"max_ooo_segments", Uint(&t.max_ooo_segments, {1, 4096})},
           {"window_scale",
            [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
@@ -2004,6 +2024,11 @@ std::string FormatIpv4(uint32_t a) {
   return absl::StrFormat("%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
 }
 
+uint32_t EffectiveMaxSendRecords(const TcpConfig& t) {
+  if (t.max_send_records != 0) return t.max_send_records;
+  return std::max<uint32_t>(1024, (t.send_buffer_bytes + 1023) / 1024);
+}
+
 std::string DescribeConfig(const Config& c) {
   std::string out;
   absl::StrAppend(&out, "config ", absl::CHexEscape(c.source), " (schema version ", c.version, ")\n");
@@ -2074,7 +2099,8 @@ std::string DescribeConfig(const Config& c) {
     absl::StrAppend(&out, "  tcp: disabled\n");
   } else {
     absl::StrAppend(&out, "  tcp: ", t.max_connections, " connections per worker, buffers ",
-                    t.send_buffer_bytes, "/", t.receive_buffer_bytes, " bytes, ",
+                    t.send_buffer_bytes, "/", t.receive_buffer_bytes, " bytes (",
+                    EffectiveMaxSendRecords(t), " FPDUs in flight at most), ",
                     NameOf(t.congestion_control, kCongestionControlNames), ", sack ",
                     t.sack ? "on" : "off", ", timestamps ", t.timestamps ? "on" : "off",
                     ", syn cookies ", NameOf(t.syn_cookies, kSynCookieNames), "\n");
@@ -2203,7 +2229,8 @@ std::string FormatConfigYaml(const Config& c) {
                   "\n  send_buffer_bytes: ", t.send_buffer_bytes,
                   "\n  receive_buffer_bytes: ", t.receive_buffer_bytes,
                   "\n  max_zero_copy_sends: ", t.max_zero_copy_sends,
-                  "\n  max_send_records: ", t.max_send_records,
+                  "\n  max_send_records: ",
+                  t.max_send_records == 0 ? std::string("auto") : absl::StrCat(t.max_send_records),
                   "\n  max_ooo_segments: ", t.max_ooo_segments, "\n");
   absl::StrAppend(&out, "  window_scale: ",
                   t.window_scale < 0 ? std::string("auto") : absl::StrCat(t.window_scale),

@@ -234,7 +234,7 @@ struct TcpConfig {
   uint32_t send_buffer_bytes = 256 * 1024;
   uint32_t receive_buffer_bytes = 256 * 1024;
   uint32_t max_zero_copy_sends = 64;
-  uint32_t max_send_records = 1024;
+  uint32_t max_send_records = 0;  // 0 = auto: EffectiveMaxSendRecords
   uint32_t max_ooo_segments = 512;
   int32_t window_scale = -1;  // -1 = auto
   bool sack = true;
@@ -405,6 +405,12 @@ std::string_view ToString(ServiceType t);
 std::string_view ToString(IwarpOp o);
 std::string_view ToString(IwarpTransport t);
 std::string FormatIpv4(uint32_t host_order_addr);
+
+// MPA records (FPDU boundaries) a TCP connection remembers, which bounds the
+// data it has in flight to that many FPDUs: tcp.max_send_records, or for
+// auto (0) enough for a full send buffer of FPDUs of 1 KiB or more, at least
+// 1024.
+uint32_t EffectiveMaxSendRecords(const TcpConfig& tcp);
 
 // Multi-line human summary of a loaded config, for the start-up log. Every
 // line ends in '\n'; nothing in it is secret.

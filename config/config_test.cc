@@ -280,8 +280,8 @@ TEST(ConfigDescribe, DefaultExample) {
             "  logging: info; telemetry: enabled\n"
             "  app interface: /run/iwarpd/iwarpd.sock mode 0660, 64 sessions, per session 256 QPs"
             " 256 CQs 4096 MRs 1024 MiB, queues <= 4096, 65536 STags\n"
-            "  tcp: 256 connections per worker, buffers 262144/262144 bytes, cubic, sack on, "
-            "timestamps on, syn cookies on_pressure\n");
+            "  tcp: 256 connections per worker, buffers 262144/262144 bytes (1024 FPDUs in "
+            "flight at most), cubic, sack on, timestamps on, syn cookies on_pressure\n");
 }
 
 TEST(ConfigStrings, Names) {
@@ -926,6 +926,35 @@ TEST(ConfigImpairment, Errors) {
             "you mean 'rx'?)");
 }
 
+TEST(ConfigTcp, MaxSendRecordsAutoCoversTheSendBuffer) {
+  // Records bound the FPDUs in flight: auto keeps a larger send buffer from
+  // being capped by the default 1024 (1.4 MiB at MTU 1500).
+  absl::StatusOr<Config> d = LoadConfigString(std::string(kMinimal));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->tcp.max_send_records, 0u);
+  EXPECT_EQ(EffectiveMaxSendRecords(d->tcp), 1024u);  // 256 KiB buffers
+  absl::StatusOr<Config> big = LoadConfigString(
+      std::string(kMinimal) + "tcp: {send_buffer_bytes: 4194304, max_send_records: auto}\n");
+  ASSERT_TRUE(big.ok()) << big.status();
+  EXPECT_EQ(EffectiveMaxSendRecords(big->tcp), 4096u);
+  absl::StatusOr<Config> odd =
+      LoadConfigString(std::string(kMinimal) + "tcp: {send_buffer_bytes: 2098177}\n");
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  EXPECT_EQ(EffectiveMaxSendRecords(odd->tcp), 2050u);  // rounded up
+  absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*big));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->tcp.max_send_records, 0u);
+  EXPECT_EQ(Error2("tcp:\n  max_send_records: 0\n"),
+            "t.yaml:8:21: tcp.max_send_records: 0 is out of range; allowed: auto or an integer "
+            "from 1 to 1048576");
+  EXPECT_EQ(Error2("tcp:\n  max_send_records: many\n"),
+            "t.yaml:8:21: tcp.max_send_records: 'many' is neither auto nor a decimal integer; "
+            "allowed: auto or an integer from 1 to 1048576");
+  EXPECT_EQ(Error2("tcp:\n  max_send_records: 01024\n"),
+            "t.yaml:8:21: tcp.max_send_records: '01024' is neither auto nor a decimal integer; "
+            "allowed: auto or an integer from 1 to 1048576");
+}
+
 TEST(ConfigTcp, ParsesEveryKeyAndRoundTrips) {
   absl::StatusOr<Config> c = LoadConfigString(
       std::string(kMinimal) +
@@ -957,6 +986,8 @@ TEST(ConfigTcp, ParsesEveryKeyAndRoundTrips) {
   absl::StatusOr<Config> again = LoadConfigString(FormatConfigYaml(*c));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->tcp, t);
+  EXPECT_EQ(t.max_send_records, 16u);
+  EXPECT_EQ(EffectiveMaxSendRecords(t), 16u);
   // window_scale: auto round-trips too.
   absl::StatusOr<Config> a = LoadConfigString(std::string(kMinimal) + "tcp: {window_scale: auto}\n");
   ASSERT_TRUE(a.ok()) << a.status();

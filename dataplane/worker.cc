@@ -72,7 +72,7 @@ tcp::TcpOptions ToTcpOptions(const config::TcpConfig& t, uint16_t mtu) {
   o.send_buffer_bytes = t.send_buffer_bytes;
   o.receive_buffer_bytes = t.receive_buffer_bytes;
   o.max_zero_copy_sends = t.max_zero_copy_sends;
-  o.max_send_records = t.max_send_records;
+  o.max_send_records = config::EffectiveMaxSendRecords(t);
   o.max_ooo_segments = t.max_ooo_segments;
   o.window_scale = t.window_scale;
   o.sack = t.sack;

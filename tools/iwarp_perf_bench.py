@@ -177,8 +177,7 @@ class BenchDaemon(aw.AppDaemon):
 
     def config_text(self):
         """The harness's config with --tcp-buffer-bytes N: both TCP buffers
-        N, and room for N / 1024 MPA records in flight (tcp.max_send_records;
-        an FPDU at MTU 1500 carries about 1.4 KiB)."""
+        N (the daemon's tcp.max_send_records, auto, follows the send buffer)."""
         text = super().config_text()
         n = self.args.tcp_buffer_bytes
         if n:
@@ -186,7 +185,7 @@ class BenchDaemon(aw.AppDaemon):
             if old not in text:
                 raise RuntimeError("daemon harness config changed: no %r" % old)
             text = text.replace(old, "  send_buffer_bytes: %d\n  receive_buffer_bytes: %d\n"
-                                "  max_send_records: %d\n" % (n, n, max(1024, n // 1024)))
+                                % (n, n))
         return text
 
 
@@ -643,7 +642,7 @@ def main():
                     "(default %d)" % DEPTH)
     ap.add_argument("--tcp-buffer-bytes", type=int, default=0,
                     help="both daemons' tcp.send_buffer_bytes and receive_buffer_bytes "
-                    "(default: the harness's 1 MiB), with tcp.max_send_records N / 1024")
+                    "(default: the harness's 1 MiB)")
     ap.add_argument("--cq-mod", type=int, default=1,
                     help="bandwidth rows: iwarp-perf -Q N, a completion every N work requests "
                     "(default 1)")
