@@ -367,13 +367,30 @@ class Loader {
 
   bool ReadScalar(const YAML::Node& key, const YAML::Node& value, const std::string& path,
                   absl::string_view allowed, std::string* out);
+  // `also`, when not empty, is a word the value may be instead (the caller
+  // checks for it); errors name it among the allowed values.
   bool ReadUint(const YAML::Node& key, const YAML::Node& value, const std::string& path,
-                UintRange range, uint64_t* out);
+                UintRange range, uint64_t* out, absl::string_view also = {});
   template <typename T>
   Reader Uint(T* out, UintRange range) {
     return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
       uint64_t x = 0;
       if (!ReadUint(k, v, p, range, &x)) return false;
+      *out = static_cast<T>(x);
+      return true;
+    };
+  }
+  // An integer in `range`, or auto (stored as `auto_value`).
+  template <typename T>
+  Reader UintOrAuto(T* out, UintRange range, T auto_value) {
+    return [this, out, range, auto_value](const YAML::Node& k, const YAML::Node& v,
+                                          const std::string& p) {
+      if (v.IsScalar() && v.Scalar() == "auto") {
+        *out = auto_value;
+        return true;
+      }
+      uint64_t x = 0;
+      if (!ReadUint(k, v, p, range, &x, "auto")) return false;
       *out = static_cast<T>(x);
       return true;
     };
@@ -530,8 +547,9 @@ bool Loader::ReadScalar(const YAML::Node& key, const YAML::Node& value, const st
 }
 
 bool Loader::ReadUint(const YAML::Node& key, const YAML::Node& value, const std::string& path,
-                      UintRange range, uint64_t* out) {
-  std::string allowed = absl::StrCat("allowed: ", DescribeRange(range));
+                      UintRange range, uint64_t* out, absl::string_view also) {
+  std::string allowed =
+      absl::StrCat("allowed: ", also, also.empty() ? "" : " or ", DescribeRange(range));
   std::string raw;
   if (!ReadScalar(key, value, path, allowed, &raw)) return false;
   // Plain scalars only: a quoted "5" is a string in YAML.
@@ -1127,43 +1145,10 @@ bool Loader::ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::
           {"send_buffer_bytes", Uint(&t.send_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
           {"receive_buffer_bytes", Uint(&t.receive_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
           {"max_zero_copy_sends", Uint(&t.max_zero_copy_sends, {1, 65536})},
-          {"max_send_records",
-           [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             constexpr absl::string_view kAllowed = "allowed: auto or an integer from 1 to 1048576";
-             std::string raw;
-             if (!ReadScalar(k, v, p, kAllowed, &raw)) return false;
-             if (raw == "auto") {
-               t.max_send_records = 0;
-               return true;
-             }
-             const bool digits = !raw.empty() && raw.size() <= 7 && (raw == "0" || raw[0] != '0') &&
-                                 raw.find_first_not_of("0123456789") == std::string::npos;
-             const uint64_t x = digits ? std::stoull(raw) : 0;
-             if (!digits || x < 1 || x > (1u << 20)) {
-               return Fail(v.Mark(), p,
-                           digits ? absl::StrCat(x, " is out of range")
-                                  : absl::StrCat("'", raw, "' is neither auto nor a decimal integer"),
-                           kAllowed);
-             }
-             t.max_send_records = static_cast<uint32_t>(x);
-             return true;
-           }},
+          {"max_send_records", UintOrAuto(&t.max_send_records, {1, 1 << 20}, 0u)},
           {"max_ooo_segments", Uint(&t.max_ooo_segments, {1, 4096})},
-          {"window_scale",
-           [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             // RFC 7323 2.3: shift counts above 14 are not allowed.
-             constexpr absl::string_view kAllowed = "allowed: auto or an integer from 0 to 14";
-             std::string raw;
-             if (!ReadScalar(k, v, p, kAllowed, &raw)) return false;
-             if (raw == "auto") {
-               t.window_scale = -1;
-               return true;
-             }
-             uint64_t x = 0;
-             if (!ReadUint(k, v, p, {0, 14}, &x)) return false;
-             t.window_scale = static_cast<int32_t>(x);
-             return true;
-           }},
+          // RFC 7323 2.3: shift counts above 14 are not allowed.
+          {"window_scale", UintOrAuto(&t.window_scale, {0, 14}, -1)},
           {"sack", Bool(&t.sack)},
           {"timestamps", Bool(&t.timestamps)},
           {"delayed_ack_us", Uint(&t.delayed_ack_us, {0, kMaxDelayedAckUs})},

@@ -948,11 +948,14 @@ TEST(ConfigTcp, MaxSendRecordsAutoCoversTheSendBuffer) {
             "t.yaml:8:21: tcp.max_send_records: 0 is out of range; allowed: auto or an integer "
             "from 1 to 1048576");
   EXPECT_EQ(Error2("tcp:\n  max_send_records: many\n"),
-            "t.yaml:8:21: tcp.max_send_records: 'many' is neither auto nor a decimal integer; "
-            "allowed: auto or an integer from 1 to 1048576");
+            "t.yaml:8:21: tcp.max_send_records: 'many' is not a decimal integer; allowed: "
+            "auto or an integer from 1 to 1048576 (digits only, no leading zero)");
+  EXPECT_EQ(Error2("tcp:\n  max_send_records: \"16\"\n"),
+            "t.yaml:8:21: tcp.max_send_records: expected an integer, got the string '16'; "
+            "allowed: auto or an integer from 1 to 1048576, written without quotes");
   EXPECT_EQ(Error2("tcp:\n  max_send_records: 01024\n"),
-            "t.yaml:8:21: tcp.max_send_records: '01024' is neither auto nor a decimal integer; "
-            "allowed: auto or an integer from 1 to 1048576");
+            "t.yaml:8:21: tcp.max_send_records: '01024' is not a decimal integer; allowed: "
+            "auto or an integer from 1 to 1048576 (digits only, no leading zero)");
 }
 
 TEST(ConfigTcp, ParsesEveryKeyAndRoundTrips) {
@@ -997,7 +1000,8 @@ TEST(ConfigTcp, ParsesEveryKeyAndRoundTrips) {
 
 TEST(ConfigTcp, Errors) {
   EXPECT_EQ(Error2("tcp:\n  window_scale: 15\n"),
-            "t.yaml:8:17: tcp.window_scale: 15 is out of range; allowed: an integer from 0 to 14");
+            "t.yaml:8:17: tcp.window_scale: 15 is out of range; allowed: auto or an integer from 0 "
+            "to 14");
   EXPECT_EQ(Error2("tcp:\n  mss: 40\n"),
             "t.yaml:8:8: tcp.mss: 40 is out of range; allowed: 0 (port mtu - 40) or an integer "
             "from 88 to 9560");
