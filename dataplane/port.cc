@@ -95,12 +95,18 @@ absl::Status ChooseOffloads(const config::PortConfig& pc, const rte_eth_dev_info
       p.tx_ip_checksum = true;
       conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
     }
+    // net_virtio_user hands the vhost-user backend each mbuf's virtual
+    // address (it addresses by VA), and the backend maps all of the
+    // daemon's DPDK memory: payload can stay in TCP send buffers allocated
+    // there. Other devices would need IOVA-contiguous buffers.
+    p.tx_by_reference = p.driver == "net_virtio_user";
   }
   p.rx_offload_flags = true;
   const bool rx_cksum = (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TCP_CKSUM) != 0;
   if (rx_cksum) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TCP_CKSUM;
   LogInfo("port '", p.name, "' (", p.driver, "): tso ", p.tso ? "on" : "off",
           p.tso ? (p.tx_ip_checksum ? " (IPv4 checksum by the device)" : " (IPv4 checksum in software)") : "",
+          p.tx_by_reference ? ", TSO payload read by the device from the TCP send buffers" : "",
           ", rx tcp checksum offload ", rx_cksum ? "on" : "off", " (tx capa 0x",
           absl::Hex(info.tx_offload_capa), ", rx capa 0x", absl::Hex(info.rx_offload_capa), ")");
   return absl::OkStatus();

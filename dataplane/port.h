@@ -48,6 +48,11 @@ struct PortRuntime {
   // The device fills the IPv4 header checksum of TSO frames itself; without
   // it the header checksum is computed in software once per frame.
   bool tx_ip_checksum = false;
+  // TSO frames carry their payload by reference: mbufs attached (external
+  // buffers) to the TCP send buffers, which then live in DPDK memory
+  // (Worker::SendMemory), instead of a copy. Only for devices that read
+  // mbuf data through its virtual address from memory they map.
+  bool tx_by_reference = false;
   // ports[].tso is not off: the device's receive flags (TCP checksum
   // verdict, coalesced frames) are believed (RxOffload); RX TCP checksum
   // offload is enabled where the device offers it.

@@ -197,20 +197,8 @@ class TsoTest : public ::testing::Test {
     std::vector<rte_mbuf*> frames;
     Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, stats, &stop);
     EXPECT_TRUE(w.Init().ok());
-    Worker* self = &w;
-    w.SetPeers(std::span<Worker* const>(&self, 1));
-    // The peer's MAC, from its ARP request for our address.
-    const Bytes arp = testing::ArpFrame(1, MacAddr{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, kPeerMac,
-                                        kPeerIp, MacAddr{}, kOurIp);
-    rte_mbuf* m = rte_pktmbuf_alloc(port_.pool);
-    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(arp.size())), arp.data(), arp.size());
-    m->port = port_.port_id;
+    LearnPeer(w);
     const uint64_t now = w.NowMs();
-    w.ReceiveBurst(&m, 1, now);
-    w.PollOnce(now);  // the ARP reply leaves
-    Drain(&frames);
-    for (rte_mbuf* f : frames) rte_pktmbuf_free(f);
-    frames.clear();
     for (const Segment& s : segs) {
       const ByteSpan piece(s.payload);
       EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(s.header),
@@ -219,6 +207,23 @@ class TsoTest : public ::testing::Test {
     w.PollOnce(now);
     Drain(&frames);
     return frames;
+  }
+  // The worker learns the peer's MAC from its ARP request for our address;
+  // the ARP reply is discarded.
+  void LearnPeer(Worker& w) {
+    Worker* self = &w;
+    w.SetPeers(std::span<Worker* const>(&self, 1));
+    const Bytes arp = testing::ArpFrame(1, MacAddr{{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}}, kPeerMac,
+                                        kPeerIp, MacAddr{}, kOurIp);
+    rte_mbuf* m = rte_pktmbuf_alloc(port_.pool);
+    std::memcpy(rte_pktmbuf_append(m, static_cast<uint16_t>(arp.size())), arp.data(), arp.size());
+    m->port = port_.port_id;
+    const uint64_t now = w.NowMs();
+    w.ReceiveBurst(&m, 1, now);
+    w.PollOnce(now);  // the ARP reply leaves
+    std::vector<rte_mbuf*> frames;
+    Drain(&frames);
+    for (rte_mbuf* f : frames) rte_pktmbuf_free(f);
   }
   void Drain(std::vector<rte_mbuf*>* out) {
     void* objs[256];
@@ -323,6 +328,115 @@ TEST_F(TsoTest, A64KiBMessageLeavesAsTsoFramesTheDeviceCutsIntoTheSameSegments) 
   EXPECT_EQ(o.tso_frames_out, 2u);
   EXPECT_EQ(o.tso_segments_out, 47u);
   EXPECT_EQ(rte_mempool_avail_count(port_.pool), free_before);  // chains freed whole
+}
+
+// A device that reads mbufs through their virtual address
+// (PortRuntime::tx_by_reference; net_ring stands in for net_virtio_user):
+// the payload of the segments appended to a TSO frame stays in the TCP send
+// buffers the worker lent the stack (Worker::SendMemory), and the frame
+// references it. On the wire nothing changes; the buffer is not reusable
+// while a frame references it, and stays readable after the worker is gone
+// until the device frees the frame.
+TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
+  const std::vector<Segment> segs = Run(40020, 1000, 20, 1448);
+  LcoreStats copy_stats;
+  std::vector<Bytes> want;
+  for (rte_mbuf* m : Send(segs, true, &copy_stats)) {
+    for (Bytes& s : ReferenceCut(m)) want.push_back(std::move(s));
+    rte_pktmbuf_free(m);
+  }
+  ASSERT_EQ(want.size(), segs.size());
+  EXPECT_EQ(copy_stats.tx_payload_by_reference.Get(), 0u);
+
+  const unsigned free_before = rte_mempool_avail_count(port_.pool);
+  PortRuntime p = port_;
+  p.tso = true;
+  p.tx_by_reference = true;
+  LcoreStats stats;
+  std::atomic<bool> stop{false};
+  auto w = std::make_unique<Worker>(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats,
+                                    &stop);
+  ASSERT_TRUE(w->Init().ok());
+  LearnPeer(*w);
+  constexpr size_t kBuffers = 4;
+  constexpr size_t kBufferBytes = 64 * 1024;
+  const MutableByteSpan mem = w->SendMemory(kBuffers, kBufferBytes);
+  ASSERT_EQ(mem.size(), kBuffers * kBufferBytes) << "no DPDK memory for the send buffers";
+  // Buffer 2 holds the connection's bytes back to back, as tcp_lite's ring
+  // does; each segment's payload is a piece of it.
+  uint8_t* buf = mem.data() + 2 * kBufferBytes;
+  size_t at = 0;
+  for (const Segment& s : segs) {
+    std::memcpy(buf + at, s.payload.data(), s.payload.size());
+    const ByteSpan piece(buf + at, s.payload.size());
+    EXPECT_TRUE(w->EmitSegment(kOurIp, kPeerIp, ByteSpan(s.header),
+                               std::span<const ByteSpan>(&piece, 1)));
+    at += s.payload.size();
+  }
+  w->PollOnce(w->NowMs());
+  std::vector<rte_mbuf*> frames;
+  Drain(&frames);
+  ASSERT_EQ(frames.size(), 1u);
+  // The first segment's payload is copied with the headers; the other 19
+  // are one reference to the 19 x 1448 bytes after it.
+  const rte_mbuf* f = frames[0];
+  ASSERT_EQ(f->nb_segs, 2u);
+  EXPECT_FALSE(RTE_MBUF_HAS_EXTBUF(f));
+  EXPECT_TRUE(RTE_MBUF_HAS_EXTBUF(f->next));
+  EXPECT_EQ(rte_pktmbuf_mtod(f->next, const uint8_t*), buf + 1448);
+  EXPECT_EQ(f->next->data_len, 19u * 1448);
+  EXPECT_EQ(stats.tx_payload_by_reference.Get(), 19u * 1448);
+  EXPECT_FALSE(w->SendBufferReusable(2));
+  EXPECT_TRUE(w->SendBufferReusable(1));
+
+  // The worker goes first (its daemon stops), the device frees later.
+  w.reset();
+  std::vector<Bytes> got = ReferenceCut(frames[0]);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "segment " << i;
+  rte_pktmbuf_free(frames[0]);
+  EXPECT_EQ(rte_mempool_avail_count(port_.pool), free_before);
+}
+
+// Payload outside the lent memory (an application's region with
+// tcp.zero_copy_tx, a piece that runs past its buffer) is copied.
+TEST_F(TsoTest, PayloadOutsideTheSendBuffersIsCopied) {
+  const std::vector<Segment> segs = Run(40021, 1000, 4, 1000);
+  PortRuntime p = port_;
+  p.tso = true;
+  p.tx_by_reference = true;
+  LcoreStats stats;
+  std::atomic<bool> stop{false};
+  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
+  ASSERT_TRUE(w.Init().ok());
+  LearnPeer(w);
+  const MutableByteSpan mem = w.SendMemory(2, 4096);
+  ASSERT_EQ(mem.size(), 8192u);
+  // Segment 1 from the heap, segment 2 across buffers 0 and 1, segment 3
+  // inside buffer 1.
+  const ByteSpan pieces[] = {ByteSpan(segs[0].payload), ByteSpan(segs[1].payload),
+                             ByteSpan(mem.data() + 3500, 1000), ByteSpan(mem.data() + 5000, 1000)};
+  std::memcpy(mem.data() + 3500, segs[2].payload.data(), 1000);
+  std::memcpy(mem.data() + 5000, segs[3].payload.data(), 1000);
+  for (size_t i = 0; i < segs.size(); ++i) {
+    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(segs[i].header),
+                              std::span<const ByteSpan>(&pieces[i], 1)));
+  }
+  w.PollOnce(w.NowMs());
+  std::vector<rte_mbuf*> frames;
+  Drain(&frames);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(stats.tx_payload_by_reference.Get(), 1000u);  // segment 3 only
+  EXPECT_FALSE(w.SendBufferReusable(1));
+  EXPECT_TRUE(w.SendBufferReusable(0));
+  std::vector<Bytes> got = ReferenceCut(frames[0]);
+  ASSERT_EQ(got.size(), segs.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const Bytes payload(got[i].begin() + kL2 + kL3 + 32, got[i].end());
+    EXPECT_EQ(payload, segs[i].payload) << "segment " << i;
+  }
+  for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+  EXPECT_TRUE(w.SendBufferReusable(1));
 }
 
 // ports[].tso: on is a promise the device must keep: a port without TSO

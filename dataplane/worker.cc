@@ -5,6 +5,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
@@ -138,6 +139,7 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
     tx.queue_id = static_cast<uint16_t>(index_);
     tx.tso = p.tso;
     tx.tx_ip_checksum = p.tx_ip_checksum;
+    tx.by_reference = p.tso && p.tx_by_reference;
     any_tso_ = any_tso_ || p.tso;
     tx_.push_back(tx);
     pool_[p.port_id] = p.pool;
@@ -193,8 +195,70 @@ size_t Worker::impair_held() const {
   return n;
 }
 
+namespace {
+
+// Heads the block of TCP send buffers; the buffers' shared-infos follow.
+struct SendMemoryHeader {
+  std::atomic<uint32_t> live;  // shared-infos whose count has not reached 0
+};
+
+// A buffer's last reference went (rte_mbuf_ext_shared_info::free_cb): the
+// block is freed with the last buffer's.
+void ReleaseSendBuffer(void* addr, void* opaque) {
+  (void)addr;
+  auto* h = static_cast<SendMemoryHeader*>(opaque);
+  if (h->live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    h->~SendMemoryHeader();
+    rte_free(h);
+  }
+}
+
+}  // namespace
+
+MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
+  bool wanted = false;
+  for (const TxBuffer& tx : tx_) wanted = wanted || tx.by_reference;
+  if (!wanted || buffers == 0 || send_shinfo_ != nullptr) return {};
+  const size_t infos = RTE_CACHE_LINE_ROUNDUP(sizeof(SendMemoryHeader) +
+                                              buffers * sizeof(rte_mbuf_ext_shared_info));
+  const size_t bytes = buffers * buffer_bytes;
+  void* block = rte_malloc_socket("iwarpd_tcp_send", infos + bytes, RTE_CACHE_LINE_SIZE,
+                                  static_cast<int>(rte_lcore_to_socket_id(lcore_)));
+  if (block == nullptr) {
+    LogWarning("worker on lcore ", lcore_, ": no room in DPDK memory for the TCP send buffers (",
+               buffers, " x ", buffer_bytes, " bytes): TSO frames copy their payload instead of "
+               "referencing it; to avoid the copy, raise eal.memory_mb by ", (bytes >> 20) + 1,
+               " or lower tcp.max_connections or tcp.send_buffer_bytes");
+    for (TxBuffer& tx : tx_) tx.by_reference = false;
+    return {};
+  }
+  auto* h = new (block) SendMemoryHeader{};
+  h->live.store(static_cast<uint32_t>(buffers), std::memory_order_relaxed);
+  send_shinfo_ = reinterpret_cast<rte_mbuf_ext_shared_info*>(static_cast<uint8_t*>(block) +
+                                                             sizeof(SendMemoryHeader));
+  for (size_t i = 0; i < buffers; ++i) {
+    send_shinfo_[i].free_cb = &ReleaseSendBuffer;
+    send_shinfo_[i].fcb_opaque = h;
+    rte_mbuf_ext_refcnt_set(&send_shinfo_[i], 1);  // the worker's reference
+  }
+  auto* mem = static_cast<uint8_t*>(block) + infos;
+  send_mem_ = mem;
+  send_buffers_ = buffers;
+  send_buffer_bytes_ = buffer_bytes;
+  return MutableByteSpan(mem, bytes);
+}
+
+bool Worker::SendBufferReusable(uint32_t index) const {
+  return index >= send_buffers_ || rte_mbuf_ext_refcnt_read(&send_shinfo_[index]) == 1;
+}
+
 Worker::~Worker() {
   if (wake_fd_ >= 0) close(wake_fd_);
+  tcp_.reset();
+  for (size_t i = 0; i < send_buffers_; ++i) {
+    rte_mbuf_ext_shared_info* sh = &send_shinfo_[i];
+    if (rte_mbuf_ext_refcnt_update(sh, -1) == 0) sh->free_cb(nullptr, sh->fcb_opaque);
+  }
   rte_ring_free(steer_ring_);
   rte_ring_free(neighbor_ring_);
 }
@@ -444,7 +508,7 @@ inline constexpr uint8_t kTcpFlagAck = 0x10;
 inline constexpr uint8_t kTcpFlagPsh = 0x08;
 // The most payload mbufs one appended segment may need (a 9000-byte MSS in
 // mbufs of the smallest data room a port gets, 2 KiB).
-inline constexpr unsigned kMaxAppendMbufs = 8;
+inline constexpr unsigned kMaxAppendMbufs = 16;
 
 // A segment that may be part of a TSO frame: data, ACK, and PSH or not.
 // SYN, FIN, RST, URG and the ECN bits prevent a run (properties of one
@@ -473,6 +537,16 @@ void Worker::StartTsoRun(rte_mbuf* m, ByteSpan tcp_header, size_t payload_len) {
                     static_cast<uint16_t>(payload_len), 1, false};
     return;
   }
+}
+
+rte_mbuf_ext_shared_info* Worker::SendBufferOf(ByteSpan piece) const {
+  if (send_shinfo_ == nullptr || piece.empty() || piece.data() < send_mem_) return nullptr;
+  const size_t off = static_cast<size_t>(piece.data() - send_mem_);
+  const size_t i = off / send_buffer_bytes_;
+  if (i >= send_buffers_ || off + piece.size() > (i + 1) * send_buffer_bytes_) return nullptr;
+  rte_mbuf_ext_shared_info* sh = &send_shinfo_[i];
+  // The count is 16 bits: a buffer referenced that often is copied from.
+  return rte_mbuf_ext_refcnt_read(sh) < UINT16_MAX - 1 ? sh : nullptr;
 }
 
 bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
@@ -513,9 +587,11 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
     // Every mbuf is taken before anything is copied: a shortage leaves the
     // frame as it was.
     rte_mempool* pool = pool_[tx.port_id];
-    const size_t room = rte_pktmbuf_tailroom(r.last);
+    const bool by_ref = tx.by_reference;
+    const size_t room = RTE_MBUF_HAS_EXTBUF(r.last) ? 0 : rte_pktmbuf_tailroom(r.last);
     const size_t per_mbuf = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-    const size_t need = len > room ? (len - room + per_mbuf - 1) / per_mbuf : 0;
+    size_t need = len > room ? (len - room + per_mbuf - 1) / per_mbuf : 0;
+    if (by_ref) need += payload.size();
     rte_mbuf* more[kMaxAppendMbufs];
     if (need > kMaxAppendMbufs ||
         (need != 0 && rte_pktmbuf_alloc_bulk(pool, more, static_cast<unsigned>(need)) != 0)) {
@@ -524,9 +600,37 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
     size_t used = 0;
     rte_mbuf* seg = r.last;
     for (ByteSpan piece : payload) {
+      rte_mbuf_ext_shared_info* sh = by_ref ? SendBufferOf(piece) : nullptr;
+      if (sh != nullptr) {
+        // The payload stays in the send buffer, where the device reads it
+        // (TcpOutput::SendMemory says why rewriting it later is safe).
+        uint8_t* at = const_cast<uint8_t*>(piece.data());
+        if (RTE_MBUF_HAS_EXTBUF(seg) && seg->shinfo == sh &&
+            rte_pktmbuf_mtod_offset(seg, uint8_t*, seg->data_len) == at &&
+            size_t{seg->data_off} + seg->data_len + piece.size() <= seg->buf_len) {
+          seg->data_len = static_cast<uint16_t>(seg->data_len + piece.size());  // contiguous
+          stats_->tx_payload_by_reference.Add(piece.size());
+          continue;
+        }
+        // The mbuf spans the rest of the buffer (at most 64 KiB - 1) so
+        // that the next segment's bytes extend it.
+        const uint8_t* end = send_mem_ + (static_cast<size_t>(sh - send_shinfo_) + 1) *
+                                             send_buffer_bytes_;
+        rte_mbuf* e = more[used++];
+        rte_mbuf_ext_refcnt_update(sh, 1);
+        rte_pktmbuf_attach_extbuf(e, at, RTE_BAD_IOVA,
+                                  static_cast<uint16_t>(std::min<size_t>(UINT16_MAX, end - at)),
+                                  sh);
+        e->data_len = static_cast<uint16_t>(piece.size());
+        seg->next = e;
+        seg = e;
+        ++r.head->nb_segs;
+        stats_->tx_payload_by_reference.Add(piece.size());
+        continue;
+      }
       size_t off = 0;
       while (off < piece.size()) {
-        if (rte_pktmbuf_tailroom(seg) == 0) {
+        if (RTE_MBUF_HAS_EXTBUF(seg) || rte_pktmbuf_tailroom(seg) == 0) {
           seg->next = more[used++];
           seg = seg->next;
           ++r.head->nb_segs;

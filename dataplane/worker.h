@@ -53,6 +53,7 @@
 
 struct rte_epoll_event;
 struct rte_mbuf;
+struct rte_mbuf_ext_shared_info;
 struct rte_ring;
 struct rte_mempool;
 
@@ -191,6 +192,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
                    std::span<const ByteSpan> payload) override;
   // The payload's checksum is computed while it is copied into the mbuf.
   bool SumsPayload() const override { return true; }
+  // TCP send buffers in DPDK memory when a TSO port carries payload by
+  // reference (PortRuntime::tx_by_reference); see TcpOutput.
+  MutableByteSpan SendMemory(size_t buffers, size_t buffer_bytes) override;
+  bool SendBufferReusable(uint32_t index) const override;
 
  private:
   // PollOnce / ReceiveBurst with the clock already read (one TSC read per
@@ -222,6 +227,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
     uint16_t held = 0;  // frames at the front already refused once (counted in tx_held)
     bool tso = false;             // the port takes TSO frames (PortRuntime::tso)
     bool tx_ip_checksum = false;  // ... and fills their IPv4 checksum
+    bool by_reference = false;    // TSO payload attached from send memory, not copied
     TsoRun run;
     std::array<rte_mbuf*, kMaxBurst> pkts{};
   };
@@ -286,6 +292,9 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // TSO (ports[].tso): appends the segment to the run at the end of a TX
   // buffer when it continues it (see TsoRun); false if it does not, or no
   // mbuf was free, and the segment is then sent as a frame of its own.
+  // The shared-info of the send buffer that holds all of `piece`, or null
+  // (not send memory, or the buffer's reference count is full).
+  rte_mbuf_ext_shared_info* SendBufferOf(ByteSpan piece) const;
   bool AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
                       std::span<const ByteSpan> payload, size_t payload_len);
   // Starts a run at frame `m` (just built from this segment) if it is the
@@ -355,6 +364,14 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // impairment rules rewriting frames after the device judged them).
   std::array<bool, kMaxPorts> rx_checksum_trusted_{};
   bool any_tso_ = false;                           // some TX buffer has tso
+  // TCP send buffers in DPDK memory (SendMemory): one shared-info per
+  // buffer counts the worker's reference and every mbuf attached to the
+  // buffer; the block goes with the last reference of all (mbufs may
+  // outlive the worker in a device's queue until the port closes).
+  rte_mbuf_ext_shared_info* send_shinfo_ = nullptr;
+  const uint8_t* send_mem_ = nullptr;
+  size_t send_buffers_ = 0;
+  size_t send_buffer_bytes_ = 0;
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;

@@ -269,6 +269,7 @@ struct TcpStack::Impl {
   std::unique_ptr<uint32_t[]> burst_acks;
   uint32_t n_burst_acks = 0;
   std::unique_ptr<uint8_t[]> send_mem;
+  bool output_send_memory = false;  // the send buffers are out.SendMemory's
   std::unique_ptr<uint8_t[]> recv_mem;
   std::unique_ptr<SendDesc[]> desc_mem;
   std::unique_ptr<Seq32[]> rec_mem;
@@ -347,15 +348,30 @@ struct TcpStack::Impl {
     return false;
   }
 
+  // The link in the free list to the first slot whose send buffer the
+  // output's device no longer reads (TcpOutput::SendBufferReusable); null if
+  // none.
+  uint32_t* FindReusable() {
+    uint32_t* link = &free_head;
+    while (*link != kNil) {
+      if (!output_send_memory || out.SendBufferReusable(*link)) return link;
+      ++stats.send_buffers_held;
+      link = &conns[*link].free_next;
+    }
+    return nullptr;
+  }
+
   // A free slot, recycling the oldest TIME_WAIT connection if none is free.
   Conn* AllocConn(const FourTuple& t) {
-    if (free_head == kNil && tw_head != kNil) {
+    uint32_t* link = FindReusable();
+    if (link == nullptr && tw_head != kNil) {
       ++stats.time_wait_recycled;
       FreeConn(conns[tw_head]);
+      link = FindReusable();
     }
-    if (free_head == kNil) return nullptr;
-    Conn& c = conns[free_head];
-    free_head = c.free_next;
+    if (link == nullptr) return nullptr;
+    Conn& c = conns[*link];
+    *link = c.free_next;
     c.free_next = kNil;
     c.in_use = true;
     ++live;
@@ -2007,7 +2023,14 @@ absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& o,
   const uint32_t n = o.max_connections;
   m.conns = std::make_unique<Impl::Conn[]>(n);
   m.burst_acks = std::make_unique<uint32_t[]>(n);
-  m.send_mem.reset(new uint8_t[size_t{n} * o.send_buffer_bytes]);
+  const size_t send_bytes = size_t{n} * o.send_buffer_bytes;
+  const MutableByteSpan provided = output.SendMemory(n, o.send_buffer_bytes);
+  uint8_t* send_base = provided.data();
+  m.output_send_memory = send_base != nullptr && provided.size() >= send_bytes;
+  if (!m.output_send_memory) {
+    m.send_mem.reset(new uint8_t[send_bytes]);
+    send_base = m.send_mem.get();
+  }
   m.recv_mem.reset(new uint8_t[size_t{n} * o.receive_buffer_bytes]);
   const uint32_t dcap = 2 * o.max_zero_copy_sends + 8;
   m.desc_mem = std::make_unique<SendDesc[]>(size_t{n} * dcap);
@@ -2027,7 +2050,7 @@ absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& o,
     Impl::Conn& c = m.conns[i];
     c.stack = &m;
     c.slot = i;
-    c.sbuf = m.send_mem.get() + size_t{i} * o.send_buffer_bytes;
+    c.sbuf = send_base + size_t{i} * o.send_buffer_bytes;
     c.scap = o.send_buffer_bytes;
     c.rbuf = m.recv_mem.get() + size_t{i} * o.receive_buffer_bytes;
     c.rbuf_cap = o.receive_buffer_bytes;

@@ -154,7 +154,8 @@ class TcpOutput {
   // `tcp_header` is the complete header with options and the checksum
   // already computed over pseudo-header, header and payload; `payload` is the
   // segment's data as pieces, in order (may be empty). All spans are valid
-  // only during the call: the data plane copies them into a packet. Returns
+  // only during the call, except pieces inside the memory the output
+  // provided (SendMemory): the data plane copies the rest into a packet. Returns
   // false when it has no buffer; the stack then treats the segment as lost
   // (the retransmission machinery recovers it) and counts tx_no_buffer.
   virtual bool EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
@@ -165,6 +166,31 @@ class TcpOutput {
   // (CopyAndSumPayload, then AddPayloadSum on its copy of the header), so the
   // payload is read once instead of twice. Constant for the output's life.
   virtual bool SumsPayload() const { return false; }
+  // Memory for the send buffers, asked for once by Create(): `buffers`
+  // (max_connections) buffers of `buffer_bytes`, buffer i at offset
+  // i * buffer_bytes. An output whose device takes payload by reference,
+  // reading EmitSegment's pieces after the call returns, provides memory it
+  // keeps readable as long as the device may read it (beyond the stack's
+  // life), and answers SendBufferReusable. Empty: the stack allocates its
+  // own, and pieces are read only during EmitSegment.
+  //
+  // Within one connection, bytes the device has not read yet may be
+  // rewritten only once the peer acknowledged them. Every frame that still
+  // carries them is then a retransmission of data the peer holds, which it
+  // discards (RFC 9293 3.10.7.4), provided the device computes the frame's
+  // TCP checksum over the bytes it reads (TSO frames).
+  virtual MutableByteSpan SendMemory(size_t buffers, size_t buffer_bytes) {
+    (void)buffers, (void)buffer_bytes;
+    return {};
+  }
+  // Whether buffer `index` of the provided memory may go to a new
+  // connection: false while the device may still read bytes a previous
+  // connection sent from it (they would carry the new connection's data to
+  // the old one's peer). Asked only when SendMemory provided the memory.
+  virtual bool SendBufferReusable(uint32_t index) const {
+    (void)index;
+    return true;
+  }
 };
 
 // ---------------------------------------------------------------- connections
@@ -323,6 +349,7 @@ using PortFilter = bool (*)(void* context, const FourTuple& tuple);
   X(dsacks_out, "dsacks_out")                                         \
   X(time_wait_recycled, "time_wait_recycled")                         \
   X(time_wait_reopened, "time_wait_reopened")                         \
+  X(send_buffers_held, "send_buffers_held")                           \
   X(listen_refused, "listen_refused")
 
 struct TcpStackStats {

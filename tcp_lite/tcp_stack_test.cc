@@ -4,6 +4,7 @@
 #include "tcp_lite/tcp_stack.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -1154,6 +1155,63 @@ TEST_F(StackTest, TimeWaitIsBounded) {
   }
   EXPECT_EQ(stack_->connection_count(), 1u);
   EXPECT_EQ(stack_->stats().time_wait_recycled, 2u);
+}
+
+// An output whose device reads payload by reference lends the stack its
+// send buffers (TcpOutput::SendMemory). A buffer the device may still read
+// after its connection ended is not given to a new connection: its bytes
+// would go out in the old connection's frames to the old peer.
+TEST_F(StackTest, ALentSendBufferGoesToANewConnectionOnlyOnceTheDeviceIsDone) {
+  TcpOptions o = BaseOptions();
+  o.max_connections = 2;
+  out_.provide_send_memory = true;
+  Make(o);
+  ASSERT_EQ(out_.send_memory.size(), 2u * o.send_buffer_bytes);
+  Accept();
+  stack_->Send(conn_, ByteSpan(Pattern(100, 1)), now_);
+  const Wire d1 = One();
+  EXPECT_EQ(d1.payload, Pattern(100, 1));
+  const int64_t first = out_.BufferOf(d1.first_piece);
+  ASSERT_GE(first, 0) << "the payload is not in the lent memory";
+  stack_->Abort(conn_, now_);
+  EXPECT_TRUE(One().Has(kFlagRst));
+  out_.held = {static_cast<uint32_t>(first)};  // a frame of it still queued
+
+  // Opens a connection from `port`; returns it, or nothing when the SYN
+  // found no slot.
+  auto open = [&](uint16_t port) -> std::optional<ConnId> {
+    SegBuilder p = peer_;
+    p.src_port = port;
+    const size_t before = user_.accepted.size();
+    In(p.Build(kFlagSyn, kPeerIsn, 0, 65535, SynOpts()));
+    std::vector<Wire> v = out_.Take();
+    if (v.empty()) return std::nullopt;
+    EXPECT_EQ(v[0].h.flags, kFlagSyn | kFlagAck);
+    In(p.Build(kFlagAck, kPeerIsn + 1, v[0].h.seq.value() + 1, 512,
+               Ts(101, v[0].o.timestamps ? v[0].o.timestamps->ts_val : 0)));
+    if (user_.accepted.size() != before + 1) return std::nullopt;
+    return user_.accepted.back();
+  };
+  const std::optional<ConnId> second = open(41001);
+  ASSERT_TRUE(second.has_value());
+  stack_->Send(*second, ByteSpan(Pattern(100, 2)), now_);
+  const Wire d2 = One();
+  EXPECT_EQ(d2.payload, Pattern(100, 2));
+  EXPECT_EQ(out_.BufferOf(d2.first_piece), 1 - first);
+  EXPECT_GE(stack_->stats().send_buffers_held, 1u);
+
+  // Every free slot's buffer still read: a SYN finds no slot (no SYN-ACK).
+  stack_->Abort(*second, now_);
+  out_.Take();
+  out_.held = {0, 1};
+  EXPECT_FALSE(open(41002).has_value());
+  EXPECT_EQ(Drops(DropReason::kTcpTableFull), 1u);
+  // The device let go of one.
+  out_.held = {static_cast<uint32_t>(first)};
+  const std::optional<ConnId> third = open(41003);
+  ASSERT_TRUE(third.has_value());
+  stack_->Send(*third, ByteSpan(Pattern(100, 3)), now_);
+  EXPECT_EQ(out_.BufferOf(One().first_piece), 1 - first);
 }
 
 // RFC 6191: SYNs for a 4-tuple in TIME-WAIT. The stack closed actively

@@ -38,6 +38,7 @@ struct Wire {
   Options o;
   std::vector<uint8_t> payload;
   std::vector<uint8_t> bytes;  // the whole TCP segment
+  const uint8_t* first_piece = nullptr;  // where the payload's first piece was
   bool checksum_ok = false;
 
   bool Has(uint8_t f) const { return h.Has(f); }
@@ -52,6 +53,7 @@ class CaptureOutput : public TcpOutput {
     w.dst = dst_ip;
     w.bytes.assign(tcp_header.begin(), tcp_header.end());
     for (ByteSpan p : payload) w.bytes.insert(w.bytes.end(), p.begin(), p.end());
+    if (!payload.empty()) w.first_piece = payload[0].data();
     Segment s;
     w.checksum_ok = ParseSegment(ByteSpan(w.bytes), w.bytes.size(), Ipv4Addresses{src_ip, dst_ip},
                                  ChecksumCheck::kVerify, &s) == SegmentStatus::kOk;
@@ -68,8 +70,33 @@ class CaptureOutput : public TcpOutput {
     v.swap(segments);
     return v;
   }
+  // With provide_send_memory, the output lends the stack its send buffers
+  // (TcpOutput::SendMemory), as one whose device reads payload by reference
+  // does, and reports the buffers in `held` as still read by the device.
+  MutableByteSpan SendMemory(size_t buffers, size_t buffer_bytes) override {
+    if (!provide_send_memory) return {};
+    send_memory.assign(buffers * buffer_bytes, 0);
+    send_buffer_bytes = buffer_bytes;
+    return MutableByteSpan(send_memory);
+  }
+  bool SendBufferReusable(uint32_t index) const override {
+    return std::find(held.begin(), held.end(), index) == held.end();
+  }
+  // The buffer of the lent memory `p` points into; -1 if none.
+  int64_t BufferOf(const uint8_t* p) const {
+    if (send_memory.empty() || p < send_memory.data() ||
+        p >= send_memory.data() + send_memory.size()) {
+      return -1;
+    }
+    return static_cast<int64_t>(static_cast<size_t>(p - send_memory.data()) / send_buffer_bytes);
+  }
+
   std::vector<Wire> segments;
   int fail_next_ = 0;
+  bool provide_send_memory = false;
+  std::vector<uint8_t> send_memory;
+  size_t send_buffer_bytes = 0;
+  std::vector<uint32_t> held;
 };
 
 struct Event {

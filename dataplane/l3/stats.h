@@ -60,6 +60,9 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(tso_frames_out, "tso_frames_out")             \
   X(tso_segments_out, "tso_segments_out")         \
   X(rx_coalesced, "rx_coalesced")                 \
+  /* payload bytes of TSO frames the device reads from the TCP send */    \
+  /* buffers instead of a copy (PortRuntime::tx_by_reference) */         \
+  X(tx_payload_by_reference, "tx_payload_by_reference") \
   /* SCTP iwarp_client teardown failures (worker 0; logged by the daemon) */ \
   X(sctp_session_end_timeouts, "sctp_session_end_timeouts") \
   X(sctp_shutdowns_forced, "sctp_shutdowns_forced") \
