@@ -125,8 +125,12 @@ void FixTcpChecksum(Bytes& frame) {
 // The device's side of RTE_MBUF_F_TX_TCP_SEG (see the file comment); PSH
 // and FIN only on the last segment, as NICs, Linux GSO and librte_gso do.
 std::vector<Bytes> ReferenceCut(const rte_mbuf* m) {
-  const Bytes f = Linear(m);
-  if ((m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) == 0) return {f};
+  Bytes f = Linear(m);
+  if ((m->ol_flags & RTE_MBUF_F_TX_TCP_SEG) == 0) {
+    // TCP checksum offload alone: the device fills in the checksum.
+    if ((m->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM) != 0) FixTcpChecksum(f);
+    return {f};
+  }
   const size_t hl = m->l2_len + m->l3_len + m->l4_len;
   std::vector<Bytes> out;
   const uint16_t id0 = LoadBe16(f.data() + kL2 + 4);
@@ -377,15 +381,17 @@ TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
   std::vector<rte_mbuf*> frames;
   Drain(&frames);
   ASSERT_EQ(frames.size(), 1u);
-  // The first segment's payload is copied with the headers; the other 19
-  // are one reference to the 19 x 1448 bytes after it.
+  // The headers in one mbuf; the 20 segments' payload one reference to
+  // the 20 x 1448 bytes in the buffer.
   const rte_mbuf* f = frames[0];
   ASSERT_EQ(f->nb_segs, 2u);
   EXPECT_FALSE(RTE_MBUF_HAS_EXTBUF(f));
+  EXPECT_EQ(f->data_len, kL2 + kL3 + 32u);
   EXPECT_TRUE(RTE_MBUF_HAS_EXTBUF(f->next));
-  EXPECT_EQ(rte_pktmbuf_mtod(f->next, const uint8_t*), buf + 1448);
-  EXPECT_EQ(f->next->data_len, 19u * 1448);
-  EXPECT_EQ(stats.tx_payload_by_reference.Get(), 19u * 1448);
+  EXPECT_EQ(rte_pktmbuf_mtod(f->next, const uint8_t*), buf);
+  EXPECT_EQ(f->next->data_len, 20u * 1448);
+  EXPECT_EQ(f->pkt_len, kL2 + kL3 + 32u + 20u * 1448);
+  EXPECT_EQ(stats.tx_payload_by_reference.Get(), 20u * 1448);
   EXPECT_FALSE(w->SendBufferReusable(2));
   EXPECT_TRUE(w->SendBufferReusable(1));
 
@@ -396,6 +402,58 @@ TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], want[i]) << "segment " << i;
   rte_pktmbuf_free(frames[0]);
   EXPECT_EQ(rte_mempool_avail_count(port_.pool), free_before);
+}
+
+// A segment that stays alone (here: the only one) leaves by reference too,
+// with the TCP checksum left to the device; a FIN leaves copied.
+TEST_F(TsoTest, ALoneSegmentLeavesByReferenceWithItsChecksumLeftToTheDevice) {
+  const std::vector<Segment> segs = {MakeSegment(40022, 1000, kAck | kPsh, 700),
+                                     MakeSegment(40022, 1700, kAck | 0x01, 300)};
+  LcoreStats copy_stats;
+  std::vector<Bytes> want;
+  for (rte_mbuf* m : Send(segs, false, &copy_stats)) {
+    want.push_back(Linear(m));
+    rte_pktmbuf_free(m);
+  }
+  PortRuntime p = port_;
+  p.tso = true;
+  p.tx_by_reference = true;
+  LcoreStats stats;
+  std::atomic<bool> stop{false};
+  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
+  ASSERT_TRUE(w.Init().ok());
+  LearnPeer(w);
+  const MutableByteSpan mem = w.SendMemory(1, 4096);
+  ASSERT_EQ(mem.size(), 4096u);
+  std::memcpy(mem.data(), segs[0].payload.data(), 700);
+  std::memcpy(mem.data() + 700, segs[1].payload.data(), 300);
+  const ByteSpan pieces[] = {ByteSpan(mem.data(), 700), ByteSpan(mem.data() + 700, 300)};
+  for (size_t i = 0; i < segs.size(); ++i) {
+    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(segs[i].header),
+                              std::span<const ByteSpan>(&pieces[i], 1)));
+  }
+  w.PollOnce(w.NowMs());
+  std::vector<rte_mbuf*> frames;
+  Drain(&frames);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0]->nb_segs, 2u);
+  EXPECT_EQ(frames[0]->ol_flags & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM),
+            RTE_MBUF_F_TX_TCP_CKSUM);
+  EXPECT_EQ(frames[0]->l2_len + frames[0]->l3_len + frames[0]->l4_len, kL2 + kL3 + 32u);
+  // The checksum field holds DPDK's pseudo-header sum (length included).
+  const Bytes raw = Linear(frames[0]);
+  rte_ipv4_hdr ip;
+  std::memcpy(&ip, raw.data() + kL2, sizeof(ip));
+  uint16_t field;
+  std::memcpy(&field, raw.data() + kL2 + kL3 + 16, 2);
+  EXPECT_EQ(field, rte_ipv4_phdr_cksum(&ip, 0));
+  EXPECT_EQ(frames[1]->nb_segs, 1u);  // the FIN
+  EXPECT_EQ(frames[1]->ol_flags & RTE_MBUF_F_TX_TCP_CKSUM, 0u);
+  EXPECT_EQ(stats.tx_payload_by_reference.Get(), 700u);
+  ASSERT_EQ(want.size(), 2u);
+  EXPECT_EQ(ReferenceCut(frames[0]), std::vector<Bytes>{want[0]});
+  EXPECT_EQ(ReferenceCut(frames[1]), std::vector<Bytes>{want[1]});
+  for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
 }
 
 // Payload outside the lent memory (an application's region with

@@ -167,6 +167,8 @@ Worker::Worker(uint32_t index, uint32_t lcore, std::span<const PortRuntime> port
       }
     }
   }
+  all_by_reference_ = !tx_.empty();
+  for (const TxBuffer& tx : tx_) all_by_reference_ = all_by_reference_ && tx.by_reference;
 }
 
 void Worker::ImpairGlue::Forward(PacketHandle pkt) {
@@ -230,6 +232,7 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
                "referencing it; to avoid the copy, raise eal.memory_mb by ", (bytes >> 20) + 1,
                " or lower tcp.max_connections or tcp.send_buffer_bytes");
     for (TxBuffer& tx : tx_) tx.by_reference = false;
+    all_by_reference_ = false;
     return {};
   }
   auto* h = new (block) SendMemoryHeader{};
@@ -480,21 +483,6 @@ bool Worker::PortOwnedHere(void* worker, const tcp::FourTuple& t) {
   return true;
 }
 
-bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
-                         std::span<const ByteSpan> payload) {
-  if (!any_tso_) {
-    return EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload, /*tcp_payload_sum=*/true);
-  }
-  size_t len = 0;
-  for (ByteSpan p : payload) len += p.size();
-  if (AppendToTsoRun(src_ip, dst_ip, tcp_header, payload, len)) return true;
-  rte_mbuf* built = nullptr;
-  const bool ok = EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload,
-                           /*tcp_payload_sum=*/true, &built);
-  if (built != nullptr) StartTsoRun(built, tcp_header, len);
-  return ok;
-}
-
 namespace {
 
 inline constexpr size_t kTcpSeqOffset = 4;
@@ -528,11 +516,33 @@ bool TsoCandidate(ByteSpan tcp_header, size_t payload_len) {
 
 }  // namespace
 
+bool Worker::EmitSegment(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                         std::span<const ByteSpan> payload) {
+  if (!any_tso_) {
+    return EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload, /*tcp_payload_sum=*/true);
+  }
+  size_t len = 0;
+  for (ByteSpan p : payload) len += p.size();
+  if (AppendToTsoRun(src_ip, dst_ip, tcp_header, payload, len)) return true;
+  rte_mbuf* built = nullptr;
+  rte_mbuf_ext_shared_info* sh = nullptr;
+  if (all_by_reference_ && payload.size() == 1 && TsoCandidate(tcp_header, len)) {
+    sh = SendBufferOf(payload[0]);
+  }
+  const bool ok = sh != nullptr
+                      ? EmitTcpByReference(src_ip, dst_ip, tcp_header, payload[0], sh, &built)
+                      : EmitIpv4(kIpProtoTcp, src_ip, dst_ip, tcp_header, payload,
+                                 /*tcp_payload_sum=*/true, &built);
+  if (built != nullptr) StartTsoRun(built, tcp_header, len);
+  return ok;
+}
+
+
 void Worker::StartTsoRun(rte_mbuf* m, ByteSpan tcp_header, size_t payload_len) {
   if (!TsoCandidate(tcp_header, payload_len) || payload_len > UINT16_MAX) return;
   for (TxBuffer& tx : tx_) {
-    if (!tx.tso || tx.count == 0 || tx.pkts[tx.count - 1] != m || m->nb_segs != 1) continue;
-    tx.run = TsoRun{m, m, LoadBe32(tcp_header.data() + kTcpSeqOffset) +
+    if (!tx.tso || tx.count == 0 || tx.pkts[tx.count - 1] != m) continue;
+    tx.run = TsoRun{m, rte_pktmbuf_lastseg(m), LoadBe32(tcp_header.data() + kTcpSeqOffset) +
                               static_cast<uint32_t>(payload_len),
                     static_cast<uint16_t>(payload_len), 1, false};
     return;
@@ -547,6 +557,74 @@ rte_mbuf_ext_shared_info* Worker::SendBufferOf(ByteSpan piece) const {
   rte_mbuf_ext_shared_info* sh = &send_shinfo_[i];
   // The count is 16 bits: a buffer referenced that often is copied from.
   return rte_mbuf_ext_refcnt_read(sh) < UINT16_MAX - 1 ? sh : nullptr;
+}
+
+void Worker::AttachSendBuffer(rte_mbuf* e, ByteSpan piece, rte_mbuf_ext_shared_info* sh) {
+  // The mbuf spans the rest of the buffer (at most 64 KiB - 1) so that the
+  // next segment's bytes, which follow these, extend it.
+  uint8_t* at = const_cast<uint8_t*>(piece.data());
+  const uint8_t* end =
+      send_mem_ + (static_cast<size_t>(sh - send_shinfo_) + 1) * send_buffer_bytes_;
+  rte_mbuf_ext_refcnt_update(sh, 1);
+  // IOVA unused: tx_by_reference devices address mbufs by virtual address.
+  rte_pktmbuf_attach_extbuf(e, at, RTE_BAD_IOVA,
+                            static_cast<uint16_t>(std::min<size_t>(UINT16_MAX, end - at)), sh);
+  e->data_len = static_cast<uint16_t>(piece.size());
+  e->pkt_len = piece.size();
+  stats_->tx_payload_by_reference.Add(piece.size());
+}
+
+bool Worker::EmitTcpByReference(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                                ByteSpan payload, rte_mbuf_ext_shared_info* sh,
+                                rte_mbuf** built) {
+  *built = nullptr;
+  rte_mbuf* m[2];
+  if (rte_pktmbuf_alloc_bulk(pool_[tx_[0].port_id], m, 2) != 0) {
+    stats_->Drop(DropReason::kNoMbuf);
+    return false;
+  }
+  const size_t l4 = tcp_header.size() + payload.size();
+  auto* f = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(
+      m[0], static_cast<uint16_t>(kEthHeaderLen + kIpv4MinHeaderLen + tcp_header.size())));
+  if (f == nullptr || l4 + kIpv4MinHeaderLen > UINT16_MAX) {
+    rte_pktmbuf_free_bulk(m, 2);
+    stats_->Drop(DropReason::kNoMbuf);
+    return false;
+  }
+  std::memset(f, 0, kEthTypeOffset);
+  StoreBe16(f + kEthTypeOffset, kEtherTypeIpv4);
+  WriteIpv4Header(MutableByteSpan(f + kEthHeaderLen, kIpv4MinHeaderLen), kIpProtoTcp, src_ip,
+                  dst_ip, static_cast<uint16_t>(l4), ip_id_++);
+  uint8_t* th = f + kEthHeaderLen + kIpv4MinHeaderLen;
+  std::memcpy(th, tcp_header.data(), tcp_header.size());
+  // TCP checksum offload (rte_mbuf_core.h TX offload contract): the field
+  // holds the pseudo-header sum, length included (rte_ipv4_phdr_cksum
+  // without RTE_MBUF_F_TX_TCP_SEG); the device adds header and payload as
+  // it reads them.
+  const uint32_t phdr = (src_ip >> 16) + (src_ip & 0xffff) + (dst_ip >> 16) + (dst_ip & 0xffff) +
+                        kIpProtoTcp + static_cast<uint32_t>(l4);
+  StoreBe16(th + kTcpChecksumOffset, static_cast<uint16_t>(~ChecksumFold(phdr)));
+  m[0]->l2_len = kEthHeaderLen;
+  m[0]->l3_len = kIpv4MinHeaderLen;
+  m[0]->l4_len = static_cast<uint16_t>(tcp_header.size());
+  m[0]->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_CKSUM;
+  AttachSendBuffer(m[1], payload, sh);
+  rte_pktmbuf_chain(m[0], m[1]);
+  *built = m[0];
+  Route(m[0], dst_ip);
+  return true;
+}
+
+void Worker::Route(rte_mbuf* m, uint32_t dst_ip) {
+  NextHop nh;
+  switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
+    case ResolveResult::kResolved:
+      TransmitResolved(m, nh.port, nh.src_mac, nh.dst_mac);
+      break;
+    case ResolveResult::kQueued:   // sent when ARP answers
+    case ResolveResult::kDropped:  // freed and counted; the transport retransmits
+      break;
+  }
 }
 
 bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
@@ -612,20 +690,11 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
           stats_->tx_payload_by_reference.Add(piece.size());
           continue;
         }
-        // The mbuf spans the rest of the buffer (at most 64 KiB - 1) so
-        // that the next segment's bytes extend it.
-        const uint8_t* end = send_mem_ + (static_cast<size_t>(sh - send_shinfo_) + 1) *
-                                             send_buffer_bytes_;
         rte_mbuf* e = more[used++];
-        rte_mbuf_ext_refcnt_update(sh, 1);
-        rte_pktmbuf_attach_extbuf(e, at, RTE_BAD_IOVA,
-                                  static_cast<uint16_t>(std::min<size_t>(UINT16_MAX, end - at)),
-                                  sh);
-        e->data_len = static_cast<uint16_t>(piece.size());
+        AttachSendBuffer(e, piece, sh);
         seg->next = e;
         seg = e;
         ++r.head->nb_segs;
-        stats_->tx_payload_by_reference.Add(piece.size());
         continue;
       }
       size_t off = 0;
@@ -722,15 +791,7 @@ bool Worker::EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan 
     }
   }
   if (built != nullptr) *built = m;
-  NextHop nh;
-  switch (stack_.Resolve(dst_ip, m, now_ms_, &nh)) {
-    case ResolveResult::kResolved:
-      TransmitResolved(m, nh.port, nh.src_mac, nh.dst_mac);
-      break;
-    case ResolveResult::kQueued:   // sent when ARP answers
-    case ResolveResult::kDropped:  // freed and counted; the transport retransmits
-      break;
-  }
+  Route(m, dst_ip);
   return true;
 }
 

@@ -292,6 +292,14 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // TSO (ports[].tso): appends the segment to the run at the end of a TX
   // buffer when it continues it (see TsoRun); false if it does not, or no
   // mbuf was free, and the segment is then sent as a frame of its own.
+  // Attaches `piece` of the send buffer of `sh` to the fresh mbuf `e`.
+  void AttachSendBuffer(rte_mbuf* e, ByteSpan piece, rte_mbuf_ext_shared_info* sh);
+  // A TCP segment whose payload stays in a send buffer: headers in one
+  // mbuf, the payload attached, the TCP checksum left to the device.
+  bool EmitTcpByReference(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
+                          ByteSpan payload, rte_mbuf_ext_shared_info* sh, rte_mbuf** built);
+  // Hands a built frame to the next hop (or the ARP queue).
+  void Route(rte_mbuf* m, uint32_t dst_ip);
   // The shared-info of the send buffer that holds all of `piece`, or null
   // (not send memory, or the buffer's reference count is full).
   rte_mbuf_ext_shared_info* SendBufferOf(ByteSpan piece) const;
@@ -364,6 +372,7 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // impairment rules rewriting frames after the device judged them).
   std::array<bool, kMaxPorts> rx_checksum_trusted_{};
   bool any_tso_ = false;                           // some TX buffer has tso
+  bool all_by_reference_ = false;  // every TX buffer has tso and by_reference
   // TCP send buffers in DPDK memory (SendMemory): one shared-info per
   // buffer counts the worker's reference and every mbuf attached to the
   // buffer; the block goes with the last reference of all (mbufs may
