@@ -497,6 +497,34 @@ TEST_F(TsoTest, PayloadOutsideTheSendBuffersIsCopied) {
   EXPECT_TRUE(w.SendBufferReusable(1));
 }
 
+// DPDK memory without room for the send buffers: the worker lends none (the
+// stack then allocates its own, with a warning) and TSO frames copy.
+TEST_F(TsoTest, WithoutRoomForTheSendBuffersFramesCopy) {
+  const std::vector<Segment> segs = Run(40023, 1000, 3, 1000);
+  PortRuntime p = port_;
+  p.tso = true;
+  p.tx_by_reference = true;
+  LcoreStats stats;
+  std::atomic<bool> stop{false};
+  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
+  ASSERT_TRUE(w.Init().ok());
+  LearnPeer(w);
+  EXPECT_TRUE(w.SendMemory(size_t{1} << 20, size_t{1} << 20).empty());  // 1 TiB
+  for (const Segment& s : segs) {
+    const ByteSpan piece(s.payload);
+    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(s.header),
+                              std::span<const ByteSpan>(&piece, 1)));
+  }
+  w.PollOnce(w.NowMs());
+  std::vector<rte_mbuf*> frames;
+  Drain(&frames);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0]->ol_flags & RTE_MBUF_F_TX_TCP_SEG, RTE_MBUF_F_TX_TCP_SEG);
+  EXPECT_EQ(ReferenceCut(frames[0]).size(), 3u);
+  EXPECT_EQ(stats.tx_payload_by_reference.Get(), 0u);
+  for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+}
+
 // ports[].tso: on is a promise the device must keep: a port without TSO
 // stops the daemon at start-up with the key's position and the fix.
 TEST_F(TsoTest, TsoOnRefusesADeviceWithoutIt) {

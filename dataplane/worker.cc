@@ -227,10 +227,11 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   void* block = rte_malloc_socket("iwarpd_tcp_send", infos + bytes, RTE_CACHE_LINE_SIZE,
                                   static_cast<int>(rte_lcore_to_socket_id(lcore_)));
   if (block == nullptr) {
-    LogWarning("worker on lcore ", lcore_, ": no room in DPDK memory for the TCP send buffers (",
-               buffers, " x ", buffer_bytes, " bytes): TSO frames copy their payload instead of "
-               "referencing it; to avoid the copy, raise eal.memory_mb by ", (bytes >> 20) + 1,
-               " or lower tcp.max_connections or tcp.send_buffer_bytes");
+    LogWarning("worker on lcore ", lcore_, ": DPDK memory has no room for the TCP send buffers (",
+               buffers, " x ", buffer_bytes, " bytes, ", (bytes + (size_t{1} << 20) - 1) >> 20,
+               " MiB): TSO frames copy their payload instead of referencing it; to avoid the "
+               "copy, give DPDK that much more memory (free hugepages; eal.memory_mb with "
+               "hugepages off) or lower tcp.max_connections or tcp.send_buffer_bytes");
     for (TxBuffer& tx : tx_) tx.by_reference = false;
     all_by_reference_ = false;
     return {};
