@@ -177,8 +177,15 @@ class BenchDaemon(aw.AppDaemon):
 
     def config_text(self):
         """The harness's config with --tcp-buffer-bytes N: both TCP buffers
-        N (the daemon's tcp.max_send_records, auto, follows the send buffer)."""
+        N (the daemon's tcp.max_send_records, auto, follows the send buffer);
+        with --max-connections N: tcp.max_connections N (the send buffers of
+        every slot are allocated up front, in DPDK memory on vhost-tso)."""
         text = super().config_text()
+        if self.args.max_connections:
+            if "\ntcp:\n" not in text:
+                raise RuntimeError("daemon harness config changed: no tcp section")
+            text = text.replace("\ntcp:\n", "\ntcp:\n  max_connections: %d\n"
+                                % self.args.max_connections, 1)
         n = self.args.tcp_buffer_bytes
         if n:
             old = "  send_buffer_bytes: 1048576\n  receive_buffer_bytes: 1048576\n"
@@ -643,6 +650,10 @@ def main():
     ap.add_argument("--tcp-buffer-bytes", type=int, default=0,
                     help="both daemons' tcp.send_buffer_bytes and receive_buffer_bytes "
                     "(default: the harness's 1 MiB)")
+    ap.add_argument("--max-connections", type=int, default=0,
+                    help="both daemons' tcp.max_connections (default: the daemon's 256); "
+                    "every slot's send buffer is allocated up front, in DPDK memory on "
+                    "vhost-tso, so large --tcp-buffer-bytes there need fewer slots")
     ap.add_argument("--cq-mod", type=int, default=1,
                     help="bandwidth rows: iwarp-perf -Q N, a completion every N work requests "
                     "(default 1)")
@@ -703,8 +714,9 @@ def main():
           "the link in each row) vs "
           "kernel TCP over veth at the same MTU (iwarp-tcp-baseline); load average %s%s%s%s%s" %
           (args.depth, args.cq_mod, " / ".join(loads),
-           "; tcp buffers %d bytes" % args.tcp_buffer_bytes if args.tcp_buffer_bytes
-           else "; tcp buffers 1 MiB",
+           ("; tcp buffers %d bytes" % args.tcp_buffer_bytes if args.tcp_buffer_bytes
+            else "; tcp buffers 1 MiB") +
+           ("; tcp.max_connections %d" % args.max_connections if args.max_connections else ""),
            "; medians of %d runs" % args.repeat if args.repeat > 1 else "",
            "; --pin: server-side processes on CPU %d, client-side on CPU %d (one core per node)"
            % (SERVER_CPU, CLIENT_CPU) if args.pin else "; --no-pin: unpinned",
