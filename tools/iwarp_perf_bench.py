@@ -184,8 +184,10 @@ class BenchDaemon(aw.AppDaemon):
         if self.args.max_connections:
             if "\ntcp:\n" not in text:
                 raise RuntimeError("daemon harness config changed: no tcp section")
-            text = text.replace("\ntcp:\n", "\ntcp:\n  max_connections: %d\n"
-                                % self.args.max_connections, 1)
+            # syn_backlog (default 128) may not exceed it.
+            text = text.replace("\ntcp:\n", "\ntcp:\n  max_connections: %d\n  syn_backlog: %d\n"
+                                % (self.args.max_connections,
+                                   min(128, self.args.max_connections)), 1)
         n = self.args.tcp_buffer_bytes
         if n:
             old = "  send_buffer_bytes: 1048576\n  receive_buffer_bytes: 1048576\n"
