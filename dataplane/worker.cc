@@ -224,14 +224,23 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   const size_t infos = RTE_CACHE_LINE_ROUNDUP(sizeof(SendMemoryHeader) +
                                               buffers * sizeof(rte_mbuf_ext_shared_info));
   const size_t bytes = buffers * buffer_bytes;
-  void* block = rte_malloc_socket("iwarpd_tcp_send", infos + bytes, RTE_CACHE_LINE_SIZE,
-                                  static_cast<int>(rte_lcore_to_socket_id(lcore_)));
+  // Only out of the memory EAL reserved (eal.memory_mb): DPDK would grow its
+  // heap into further hugepages, which the configuration did not give this
+  // daemon (another one on the host may need them).
+  const int socket = static_cast<int>(rte_lcore_to_socket_id(lcore_));
+  rte_malloc_socket_stats st{};
+  void* block = nullptr;
+  if (rte_malloc_get_socket_stats(socket, &st) == 0 && st.greatest_free_size >= infos + bytes) {
+    block = rte_malloc_socket("iwarpd_tcp_send", infos + bytes, RTE_CACHE_LINE_SIZE, socket);
+  }
   if (block == nullptr) {
-    LogWarning("worker on lcore ", lcore_, ": DPDK memory has no room for the TCP send buffers (",
-               buffers, " x ", buffer_bytes, " bytes, ", (bytes + (size_t{1} << 20) - 1) >> 20,
-               " MiB): TSO frames copy their payload instead of referencing it; to avoid the "
-               "copy, give DPDK that much more memory (free hugepages; eal.memory_mb with "
-               "hugepages off) or lower tcp.max_connections or tcp.send_buffer_bytes");
+    const size_t mib = (infos + bytes + (size_t{1} << 20) - 1) >> 20;
+    LogWarning("worker on lcore ", lcore_, ": the TCP send buffers (", buffers, " x ",
+               buffer_bytes, " bytes, ", mib, " MiB) do not fit in the ",
+               st.greatest_free_size >> 20, " MiB left of eal.memory_mb in one piece: TSO "
+               "frames copy their payload instead of referencing it; to avoid the copy, raise "
+               "eal.memory_mb by ", mib, " per worker or lower tcp.max_connections or "
+               "tcp.send_buffer_bytes");
     for (TxBuffer& tx : tx_) tx.by_reference = false;
     all_by_reference_ = false;
     return {};

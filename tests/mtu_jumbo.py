@@ -55,6 +55,7 @@ Exit status: 0 pass, 1 fail, 77 skip (not root, no netns, no dumpcap).
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -173,7 +174,9 @@ class VhostPort:
     --single-file-segments (one file per memory list: vhost-user accepts at
     most 8 memory regions) and --in-memory (EAL refuses
     --single-file-segments beside iwarpd's --huge-unlink otherwise). Fewer mbufs than the harness default keep the
-    hugepage use small (VHOST_MBUFS of 9.2 KiB: about 37 MiB)."""
+    hugepage use small (VHOST_MBUFS of 9.2 KiB: about 37 MiB). The
+    net_virtio_user daemon gets VHOST_MAX_CONNECTIONS TCP slots and room in
+    eal.memory_mb for their send buffers, which its TSO frames reference."""
 
     def use_vhost(self, vdev, mtu, port_extra=""):
         self.vdev, self.mtu, self.port_extra = vdev, mtu, port_extra
@@ -188,13 +191,27 @@ class VhostPort:
                                                                       self.port_extra))
         text = text.replace("  hugepages: on\n", '  hugepages: on\n  extra_args: '
                             '["--in-memory", "--single-file-segments"]\n')
-        text = text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB,
-                            "  memory_mb: %d\n" % VHOST_MEMORY_MB)
+        memory = VHOST_MEMORY_MB
+        if self.vdev.startswith("net_virtio_user"):
+            # With TSO its frames reference their payload in the TCP send
+            # buffers, allocated up front for every connection slot inside
+            # eal.memory_mb: fewer slots than the daemon's 256 keep that
+            # small (the daemon copies instead when they do not fit).
+            conns = re.search(r"^  max_connections: (\d+)$", text, re.M)
+            if conns is None:
+                text = text.replace("\ntcp:\n", "\ntcp:\n  max_connections: %d\n"
+                                    "  syn_backlog: %d\n" % (VHOST_MAX_CONNECTIONS,
+                                                             VHOST_MAX_CONNECTIONS), 1)
+            n = int(conns.group(1)) if conns else VHOST_MAX_CONNECTIONS
+            sbuf = re.search(r"^  send_buffer_bytes: (\d+)$", text, re.M)
+            memory += -(-n * (int(sbuf.group(1)) if sbuf else 262144) // (1 << 20)) + 1
+        text = text.replace("  memory_mb: %d\n" % iwd.MEMORY_MB, "  memory_mb: %d\n" % memory)
         return text.replace("  mbufs: 16383\n", "  mbufs: %d\n  data_room: %d\n" %
                             (VHOST_MBUFS, VHOST_DATA_ROOM))
 
 
 VHOST_MEMORY_MB = 96
+VHOST_MAX_CONNECTIONS = 32  # net_virtio_user's daemon: see VhostPort.config_text
 VHOST_MBUFS = 4095
 VHOST_DATA_ROOM = 9216  # headroom 128 + the largest frame (9000 + 30 on virtio)
 

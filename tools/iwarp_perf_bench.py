@@ -178,8 +178,8 @@ class BenchDaemon(aw.AppDaemon):
     def config_text(self):
         """The harness's config with --tcp-buffer-bytes N: both TCP buffers
         N (the daemon's tcp.max_send_records, auto, follows the send buffer);
-        with --max-connections N: tcp.max_connections N (the send buffers of
-        every slot are allocated up front, in DPDK memory on vhost-tso)."""
+        with --max-connections N: tcp.max_connections N (see
+        mtu_jumbo.VhostPort for the vhost rows' default)."""
         text = super().config_text()
         if self.args.max_connections:
             if "\ntcp:\n" not in text:
@@ -653,9 +653,10 @@ def main():
                     help="both daemons' tcp.send_buffer_bytes and receive_buffer_bytes "
                     "(default: the harness's 1 MiB)")
     ap.add_argument("--max-connections", type=int, default=0,
-                    help="both daemons' tcp.max_connections (default: the daemon's 256); "
-                    "every slot's send buffer is allocated up front, in DPDK memory on "
-                    "vhost-tso, so large --tcp-buffer-bytes there need fewer slots")
+                    help="both daemons' tcp.max_connections (default: the daemon's 256 on "
+                    "memif, 32 on the vhost rows' net_virtio_user side, whose eal.memory_mb "
+                    "then makes room for every slot's send buffer, which its TSO frames "
+                    "reference)")
     ap.add_argument("--cq-mod", type=int, default=1,
                     help="bandwidth rows: iwarp-perf -Q N, a completion every N work requests "
                     "(default 1)")
