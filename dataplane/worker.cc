@@ -258,6 +258,8 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   send_mem_ = mem;
   send_buffers_ = buffers;
   send_buffer_bytes_ = buffer_bytes;
+  send_owner_.infos = send_shinfo_;
+  send_owner_.buffers = buffers;
   return MutableByteSpan(mem, bytes);
 }
 
@@ -265,13 +267,15 @@ bool Worker::SendBufferReusable(uint32_t index) const {
   return index >= send_buffers_ || rte_mbuf_ext_refcnt_read(&send_shinfo_[index]) == 1;
 }
 
-Worker::~Worker() {
-  if (wake_fd_ >= 0) close(wake_fd_);
-  tcp_.reset();
-  for (size_t i = 0; i < send_buffers_; ++i) {
-    rte_mbuf_ext_shared_info* sh = &send_shinfo_[i];
+Worker::SendMemoryOwner::~SendMemoryOwner() {
+  for (size_t i = 0; i < buffers; ++i) {
+    rte_mbuf_ext_shared_info* sh = &infos[i];
     if (rte_mbuf_ext_refcnt_update(sh, -1) == 0) sh->free_cb(nullptr, sh->fcb_opaque);
   }
+}
+
+Worker::~Worker() {
+  if (wake_fd_ >= 0) close(wake_fd_);
   rte_ring_free(steer_ring_);
   rte_ring_free(neighbor_ring_);
 }

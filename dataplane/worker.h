@@ -381,6 +381,17 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   const uint8_t* send_mem_ = nullptr;
   size_t send_buffers_ = 0;
   size_t send_buffer_bytes_ = 0;
+  // Drops the worker's reference to each send buffer when the worker goes;
+  // declared before tcp_ and the services, so it runs after they are gone.
+  struct SendMemoryOwner {
+    rte_mbuf_ext_shared_info* infos = nullptr;
+    size_t buffers = 0;
+    SendMemoryOwner() = default;
+    SendMemoryOwner(const SendMemoryOwner&) = delete;
+    SendMemoryOwner& operator=(const SendMemoryOwner&) = delete;
+    ~SendMemoryOwner();
+  };
+  SendMemoryOwner send_owner_;
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;
