@@ -229,6 +229,31 @@ class TsoTest : public ::testing::Test {
     Drain(&frames);
     for (rte_mbuf* f : frames) rte_pktmbuf_free(f);
   }
+  // A worker whose port takes TSO frames and reads mbufs through their
+  // virtual address (PortRuntime::tx_by_reference; net_ring stands in for
+  // net_virtio_user), the peer's MAC learnt.
+  std::unique_ptr<Worker> ByReferenceWorker(LcoreStats* stats) {
+    by_ref_port_ = port_;
+    by_ref_port_.tso = true;
+    by_ref_port_.tx_by_reference = true;
+    auto w = std::make_unique<Worker>(0, 1, std::span<const PortRuntime>(&by_ref_port_, 1), cfg_,
+                                      stats, &stop_);
+    EXPECT_TRUE(w->Init().ok());
+    LearnPeer(*w);
+    return w;
+  }
+  // Hands segment i to `w` with `pieces[i]` as its payload, polls once and
+  // returns the frames that reached the device.
+  std::vector<rte_mbuf*> EmitAll(Worker& w, const std::vector<Segment>& segs,
+                                 std::span<const ByteSpan> pieces) {
+    for (size_t i = 0; i < segs.size(); ++i) {
+      EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(segs[i].header), pieces.subspan(i, 1)));
+    }
+    w.PollOnce(w.NowMs());
+    std::vector<rte_mbuf*> frames;
+    Drain(&frames);
+    return frames;
+  }
   void Drain(std::vector<rte_mbuf*>* out) {
     void* objs[256];
     unsigned n;
@@ -315,6 +340,8 @@ class TsoTest : public ::testing::Test {
 
   config::Config cfg_;
   PortRuntime port_;
+  PortRuntime by_ref_port_;
+  std::atomic<bool> stop_{false};
   rte_ring* rx_ring_ = nullptr;
   rte_ring* tx_ring_ = nullptr;
 };
@@ -336,9 +363,8 @@ TEST_F(TsoTest, A64KiBMessageLeavesAsTsoFramesTheDeviceCutsIntoTheSameSegments) 
 
 // A device that reads mbufs through their virtual address
 // (PortRuntime::tx_by_reference; net_ring stands in for net_virtio_user):
-// the payload of the segments appended to a TSO frame stays in the TCP send
-// buffers the worker lent the stack (Worker::SendMemory), and the frame
-// references it. On the wire nothing changes; the buffer is not reusable
+// the payload of a TSO frame's segments stays in the TCP send buffers the
+// worker lent the stack (Worker::SendMemory), and the frame references it. On the wire nothing changes; the buffer is not reusable
 // while a frame references it, and stays readable after the worker is gone
 // until the device frees the frame.
 TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
@@ -353,15 +379,8 @@ TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
   EXPECT_EQ(copy_stats.tx_payload_by_reference.Get(), 0u);
 
   const unsigned free_before = rte_mempool_avail_count(port_.pool);
-  PortRuntime p = port_;
-  p.tso = true;
-  p.tx_by_reference = true;
   LcoreStats stats;
-  std::atomic<bool> stop{false};
-  auto w = std::make_unique<Worker>(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats,
-                                    &stop);
-  ASSERT_TRUE(w->Init().ok());
-  LearnPeer(*w);
+  std::unique_ptr<Worker> w = ByReferenceWorker(&stats);
   constexpr size_t kBuffers = 4;
   constexpr size_t kBufferBytes = 64 * 1024;
   const MutableByteSpan mem = w->SendMemory(kBuffers, kBufferBytes);
@@ -369,17 +388,14 @@ TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
   // Buffer 2 holds the connection's bytes back to back, as tcp_lite's ring
   // does; each segment's payload is a piece of it.
   uint8_t* buf = mem.data() + 2 * kBufferBytes;
+  std::vector<ByteSpan> pieces;
   size_t at = 0;
   for (const Segment& s : segs) {
     std::memcpy(buf + at, s.payload.data(), s.payload.size());
-    const ByteSpan piece(buf + at, s.payload.size());
-    EXPECT_TRUE(w->EmitSegment(kOurIp, kPeerIp, ByteSpan(s.header),
-                               std::span<const ByteSpan>(&piece, 1)));
+    pieces.emplace_back(buf + at, s.payload.size());
     at += s.payload.size();
   }
-  w->PollOnce(w->NowMs());
-  std::vector<rte_mbuf*> frames;
-  Drain(&frames);
+  std::vector<rte_mbuf*> frames = EmitAll(*w, segs, pieces);
   ASSERT_EQ(frames.size(), 1u);
   // The headers in one mbuf; the 20 segments' payload one reference to
   // the 20 x 1448 bytes in the buffer.
@@ -415,26 +431,14 @@ TEST_F(TsoTest, ALoneSegmentLeavesByReferenceWithItsChecksumLeftToTheDevice) {
     want.push_back(Linear(m));
     rte_pktmbuf_free(m);
   }
-  PortRuntime p = port_;
-  p.tso = true;
-  p.tx_by_reference = true;
   LcoreStats stats;
-  std::atomic<bool> stop{false};
-  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
-  ASSERT_TRUE(w.Init().ok());
-  LearnPeer(w);
-  const MutableByteSpan mem = w.SendMemory(1, 4096);
+  std::unique_ptr<Worker> w = ByReferenceWorker(&stats);
+  const MutableByteSpan mem = w->SendMemory(1, 4096);
   ASSERT_EQ(mem.size(), 4096u);
   std::memcpy(mem.data(), segs[0].payload.data(), 700);
   std::memcpy(mem.data() + 700, segs[1].payload.data(), 300);
   const ByteSpan pieces[] = {ByteSpan(mem.data(), 700), ByteSpan(mem.data() + 700, 300)};
-  for (size_t i = 0; i < segs.size(); ++i) {
-    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(segs[i].header),
-                              std::span<const ByteSpan>(&pieces[i], 1)));
-  }
-  w.PollOnce(w.NowMs());
-  std::vector<rte_mbuf*> frames;
-  Drain(&frames);
+  std::vector<rte_mbuf*> frames = EmitAll(*w, segs, pieces);
   ASSERT_EQ(frames.size(), 2u);
   EXPECT_EQ(frames[0]->nb_segs, 2u);
   EXPECT_EQ(frames[0]->ol_flags & (RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM),
@@ -460,15 +464,9 @@ TEST_F(TsoTest, ALoneSegmentLeavesByReferenceWithItsChecksumLeftToTheDevice) {
 // tcp.zero_copy_tx, a piece that runs past its buffer) is copied.
 TEST_F(TsoTest, PayloadOutsideTheSendBuffersIsCopied) {
   const std::vector<Segment> segs = Run(40021, 1000, 4, 1000);
-  PortRuntime p = port_;
-  p.tso = true;
-  p.tx_by_reference = true;
   LcoreStats stats;
-  std::atomic<bool> stop{false};
-  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
-  ASSERT_TRUE(w.Init().ok());
-  LearnPeer(w);
-  const MutableByteSpan mem = w.SendMemory(2, 4096);
+  std::unique_ptr<Worker> w = ByReferenceWorker(&stats);
+  const MutableByteSpan mem = w->SendMemory(2, 4096);
   ASSERT_EQ(mem.size(), 8192u);
   // Segment 1 from the heap, segment 2 across buffers 0 and 1, segment 3
   // inside buffer 1.
@@ -476,17 +474,11 @@ TEST_F(TsoTest, PayloadOutsideTheSendBuffersIsCopied) {
                              ByteSpan(mem.data() + 3500, 1000), ByteSpan(mem.data() + 5000, 1000)};
   std::memcpy(mem.data() + 3500, segs[2].payload.data(), 1000);
   std::memcpy(mem.data() + 5000, segs[3].payload.data(), 1000);
-  for (size_t i = 0; i < segs.size(); ++i) {
-    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(segs[i].header),
-                              std::span<const ByteSpan>(&pieces[i], 1)));
-  }
-  w.PollOnce(w.NowMs());
-  std::vector<rte_mbuf*> frames;
-  Drain(&frames);
+  std::vector<rte_mbuf*> frames = EmitAll(*w, segs, pieces);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(stats.tx_payload_by_reference.Get(), 1000u);  // segment 3 only
-  EXPECT_FALSE(w.SendBufferReusable(1));
-  EXPECT_TRUE(w.SendBufferReusable(0));
+  EXPECT_FALSE(w->SendBufferReusable(1));
+  EXPECT_TRUE(w->SendBufferReusable(0));
   std::vector<Bytes> got = ReferenceCut(frames[0]);
   ASSERT_EQ(got.size(), segs.size());
   for (size_t i = 0; i < got.size(); ++i) {
@@ -494,30 +486,19 @@ TEST_F(TsoTest, PayloadOutsideTheSendBuffersIsCopied) {
     EXPECT_EQ(payload, segs[i].payload) << "segment " << i;
   }
   for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
-  EXPECT_TRUE(w.SendBufferReusable(1));
+  EXPECT_TRUE(w->SendBufferReusable(1));
 }
 
 // DPDK memory without room for the send buffers: the worker lends none (the
 // stack then allocates its own, with a warning) and TSO frames copy.
 TEST_F(TsoTest, WithoutRoomForTheSendBuffersFramesCopy) {
   const std::vector<Segment> segs = Run(40023, 1000, 3, 1000);
-  PortRuntime p = port_;
-  p.tso = true;
-  p.tx_by_reference = true;
   LcoreStats stats;
-  std::atomic<bool> stop{false};
-  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
-  ASSERT_TRUE(w.Init().ok());
-  LearnPeer(w);
-  EXPECT_TRUE(w.SendMemory(size_t{1} << 20, size_t{1} << 20).empty());  // 1 TiB
-  for (const Segment& s : segs) {
-    const ByteSpan piece(s.payload);
-    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(s.header),
-                              std::span<const ByteSpan>(&piece, 1)));
-  }
-  w.PollOnce(w.NowMs());
-  std::vector<rte_mbuf*> frames;
-  Drain(&frames);
+  std::unique_ptr<Worker> w = ByReferenceWorker(&stats);
+  EXPECT_TRUE(w->SendMemory(size_t{1} << 20, size_t{1} << 20).empty());  // 1 TiB
+  std::vector<ByteSpan> pieces;
+  for (const Segment& s : segs) pieces.emplace_back(s.payload);
+  std::vector<rte_mbuf*> frames = EmitAll(*w, segs, pieces);
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_EQ(frames[0]->ol_flags & RTE_MBUF_F_TX_TCP_SEG, RTE_MBUF_F_TX_TCP_SEG);
   EXPECT_EQ(ReferenceCut(frames[0]).size(), 3u);
