@@ -641,6 +641,81 @@ void Worker::Route(rte_mbuf* m, uint32_t dst_ip) {
   }
 }
 
+namespace {
+
+// Whether `piece` of the send buffer of `sh` continues the bytes the mbuf
+// `m` references (consecutive segments of a connection lie back to back in
+// its buffer), within the mbuf's 64 KiB span.
+bool ExtendsReference(const rte_mbuf* m, const rte_mbuf_ext_shared_info* sh, ByteSpan piece) {
+  return RTE_MBUF_HAS_EXTBUF(m) && m->shinfo == sh &&
+         rte_pktmbuf_mtod_offset(m, const uint8_t*, m->data_len) == piece.data() &&
+         size_t{m->data_off} + m->data_len + piece.size() <= m->buf_len;
+}
+
+}  // namespace
+
+bool Worker::AppendPayload(TsoRun& r, rte_mempool* pool, bool by_ref,
+                           std::span<const ByteSpan> payload, size_t len) {
+  // The common case on a by-reference port: the segment's bytes follow the
+  // previous segment's in the send buffer, and the last mbuf grows.
+  if (by_ref && payload.size() == 1) {
+    rte_mbuf_ext_shared_info* sh = SendBufferOf(payload[0]);
+    if (sh != nullptr && ExtendsReference(r.last, sh, payload[0])) {
+      r.last->data_len = static_cast<uint16_t>(r.last->data_len + len);
+      stats_->tx_payload_by_reference.Add(len);
+      return true;
+    }
+  }
+  // Every mbuf is taken before anything is copied or attached: a shortage
+  // leaves the frame as it was. A by-reference piece needs one mbuf at
+  // most, a copied one its bytes' worth plus one after a reference.
+  const size_t room = RTE_MBUF_HAS_EXTBUF(r.last) ? 0 : rte_pktmbuf_tailroom(r.last);
+  const size_t per_mbuf = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
+  size_t need = len > room ? (len - room + per_mbuf - 1) / per_mbuf : 0;
+  if (by_ref) need += payload.size();
+  rte_mbuf* more[kMaxAppendMbufs];
+  if (need > kMaxAppendMbufs ||
+      (need != 0 && rte_pktmbuf_alloc_bulk(pool, more, static_cast<unsigned>(need)) != 0)) {
+    return false;
+  }
+  size_t used = 0;
+  rte_mbuf* seg = r.last;
+  for (ByteSpan piece : payload) {
+    rte_mbuf_ext_shared_info* sh = by_ref ? SendBufferOf(piece) : nullptr;
+    if (sh != nullptr) {
+      // The payload stays in the send buffer, where the device reads it
+      // (TcpOutput::SendMemory says why rewriting it later is safe).
+      if (ExtendsReference(seg, sh, piece)) {
+        seg->data_len = static_cast<uint16_t>(seg->data_len + piece.size());
+        stats_->tx_payload_by_reference.Add(piece.size());
+        continue;
+      }
+      rte_mbuf* e = more[used++];
+      AttachSendBuffer(e, piece, sh);
+      seg->next = e;
+      seg = e;
+      ++r.head->nb_segs;
+      continue;
+    }
+    size_t off = 0;
+    while (off < piece.size()) {
+      if (RTE_MBUF_HAS_EXTBUF(seg) || rte_pktmbuf_tailroom(seg) == 0) {
+        seg->next = more[used++];
+        seg = seg->next;
+        ++r.head->nb_segs;
+      }
+      const size_t n = std::min<size_t>(piece.size() - off, rte_pktmbuf_tailroom(seg));
+      std::memcpy(rte_pktmbuf_mtod_offset(seg, uint8_t*, seg->data_len), piece.data() + off, n);
+      seg->data_len = static_cast<uint16_t>(seg->data_len + n);
+      off += n;
+    }
+  }
+  // `need` is exact for copies alone; references may leave some unused.
+  if (used < need) rte_pktmbuf_free_bulk(more + used, static_cast<unsigned>(need - used));
+  r.last = seg;
+  return true;
+}
+
 bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
                             std::span<const ByteSpan> payload, size_t len) {
   if (!TsoCandidate(hdr, len)) return false;
@@ -676,59 +751,8 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
       r.closed = true;
       return false;
     }
-    // Every mbuf is taken before anything is copied: a shortage leaves the
-    // frame as it was.
-    rte_mempool* pool = pool_[tx.port_id];
-    const bool by_ref = tx.by_reference;
-    const size_t room = RTE_MBUF_HAS_EXTBUF(r.last) ? 0 : rte_pktmbuf_tailroom(r.last);
-    const size_t per_mbuf = rte_pktmbuf_data_room_size(pool) - RTE_PKTMBUF_HEADROOM;
-    size_t need = len > room ? (len - room + per_mbuf - 1) / per_mbuf : 0;
-    if (by_ref) need += payload.size();
-    rte_mbuf* more[kMaxAppendMbufs];
-    if (need > kMaxAppendMbufs ||
-        (need != 0 && rte_pktmbuf_alloc_bulk(pool, more, static_cast<unsigned>(need)) != 0)) {
-      return false;
-    }
-    size_t used = 0;
-    rte_mbuf* seg = r.last;
-    for (ByteSpan piece : payload) {
-      rte_mbuf_ext_shared_info* sh = by_ref ? SendBufferOf(piece) : nullptr;
-      if (sh != nullptr) {
-        // The payload stays in the send buffer, where the device reads it
-        // (TcpOutput::SendMemory says why rewriting it later is safe).
-        uint8_t* at = const_cast<uint8_t*>(piece.data());
-        if (RTE_MBUF_HAS_EXTBUF(seg) && seg->shinfo == sh &&
-            rte_pktmbuf_mtod_offset(seg, uint8_t*, seg->data_len) == at &&
-            size_t{seg->data_off} + seg->data_len + piece.size() <= seg->buf_len) {
-          seg->data_len = static_cast<uint16_t>(seg->data_len + piece.size());  // contiguous
-          stats_->tx_payload_by_reference.Add(piece.size());
-          continue;
-        }
-        rte_mbuf* e = more[used++];
-        AttachSendBuffer(e, piece, sh);
-        seg->next = e;
-        seg = e;
-        ++r.head->nb_segs;
-        continue;
-      }
-      size_t off = 0;
-      while (off < piece.size()) {
-        if (RTE_MBUF_HAS_EXTBUF(seg) || rte_pktmbuf_tailroom(seg) == 0) {
-          seg->next = more[used++];
-          seg = seg->next;
-          ++r.head->nb_segs;
-        }
-        const size_t n = std::min<size_t>(piece.size() - off, rte_pktmbuf_tailroom(seg));
-        std::memcpy(rte_pktmbuf_mtod_offset(seg, uint8_t*, seg->data_len), piece.data() + off, n);
-        seg->data_len = static_cast<uint16_t>(seg->data_len + n);
-        off += n;
-      }
-    }
-    // Defensive: the copy above fills each mbuf before taking the next, so
-    // it uses exactly `need`.
-    if (used < need) rte_pktmbuf_free_bulk(more + used, static_cast<unsigned>(need - used));
+    if (!AppendPayload(r, pool_[tx.port_id], tx.by_reference, payload, len)) return false;
     r.head->pkt_len += static_cast<uint32_t>(len);
-    r.last = seg;
     if (r.segs == 1) {
       // The frame becomes a TSO frame (rte_mbuf_core.h TX offload contract):
       // the device cuts it every tso_segsz payload bytes, repeating these

@@ -292,6 +292,12 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // TSO (ports[].tso): appends the segment to the run at the end of a TX
   // buffer when it continues it (see TsoRun); false if it does not, or no
   // mbuf was free, and the segment is then sent as a frame of its own.
+  // Appends a segment's payload to the run's chain: by reference where it
+  // lies in a send buffer (the last mbuf grows when the bytes follow on),
+  // copied into further mbufs of `pool` otherwise. False, with the frame
+  // unchanged, when mbufs run out.
+  bool AppendPayload(TsoRun& r, rte_mempool* pool, bool by_ref, std::span<const ByteSpan> payload,
+                     size_t len);
   // Attaches `piece` of the send buffer of `sh` to the fresh mbuf `e`.
   void AttachSendBuffer(rte_mbuf* e, ByteSpan piece, rte_mbuf_ext_shared_info* sh);
   // A TCP segment whose payload stays in a send buffer: headers in one
