@@ -196,8 +196,23 @@ absl::Status Configure(const config::Config& cfg, const config::PortConfig& pc, 
                                 p.pool);
     if (rc != 0) return EthError(p, absl::StrCat("RX queue ", q, " setup"), rc);
   }
+  // Frames that reference TCP send buffers hold them until the driver frees
+  // the mbufs, and a held buffer is not given to a new connection.
+  // net_virtio_user frees sent mbufs only once fewer than tx_free_thresh
+  // descriptors are free (default: a quarter of the ring, at most 32), so
+  // the last frames sent would hold their buffers until the ring goes round
+  // again: its highest threshold (ring size - 4, the driver's limit) frees
+  // them on every burst instead.
+  rte_eth_txconf txconf = info.default_txconf;
+  const rte_eth_txconf* txconf_arg = nullptr;
+  if (p.tx_by_reference) {
+    txconf.offloads = conf.txmode.offloads;
+    txconf.tx_free_thresh = static_cast<uint16_t>(VirtioUserQueueSize(pc.vdev) - 4);
+    txconf_arg = &txconf;
+  }
   for (uint16_t q = 0; q < p.nb_txq; ++q) {
-    rc = rte_eth_tx_queue_setup(p.port_id, q, p.nb_txd, static_cast<unsigned>(p.socket), nullptr);
+    rc = rte_eth_tx_queue_setup(p.port_id, q, p.nb_txd, static_cast<unsigned>(p.socket),
+                                txconf_arg);
     if (rc != 0) return EthError(p, absl::StrCat("TX queue ", q, " setup"), rc);
   }
   if (rss && info.reta_size > 0) {

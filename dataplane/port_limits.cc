@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace iwarp::dataplane {
@@ -11,6 +12,24 @@ uint32_t L2Overhead(const DeviceFrameLimits& dev) {
     return dev.max_rx_pktlen - dev.max_mtu;
   }
   return kDefaultL2Overhead;
+}
+
+uint32_t VirtioUserQueueSize(std::string_view vdev) {
+  constexpr std::string_view kKey = "queue_size=";
+  constexpr uint32_t kDefault = 256;
+  for (size_t at = vdev.find(kKey); at != std::string_view::npos; at = vdev.find(kKey, at + 1)) {
+    if (at == 0 || vdev[at - 1] != ',') continue;  // another key ending in queue_size
+    const size_t from = at + kKey.size();
+    uint32_t n = 0;
+    const size_t end = vdev.find(',', from);
+    const std::string_view value =
+        vdev.substr(from, end == std::string_view::npos ? end : end - from);
+    if (!absl::SimpleAtoi(absl::string_view(value.data(), value.size()), &n) || n < 8) {
+      return kDefault;
+    }
+    return n;
+  }
+  return kDefault;
 }
 
 uint32_t DeviceMaxMtu(const DeviceFrameLimits& dev) {

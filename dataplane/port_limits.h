@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 
@@ -37,6 +38,11 @@ uint32_t L2Overhead(const DeviceFrameLimits& dev);
 
 // The largest MTU the device carries: max_mtu capped by max_rx_pktlen.
 uint32_t DeviceMaxMtu(const DeviceFrameLimits& dev);
+
+// The ring size of a net_virtio_user device: its queue_size devarg in
+// `vdev` ("net_virtio_user0,path=...,queue_size=1024"), 256 (the driver's
+// default) without one or with one that is not a number of at least 8.
+uint32_t VirtioUserQueueSize(std::string_view vdev);
 
 // OK when a port of driver `driver` can carry `mtu`; otherwise
 // InvalidArgument, e.g. "port 'm0' (net_memif): mtu 9000 needs 9018-byte

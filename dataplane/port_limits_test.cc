@@ -71,5 +71,15 @@ TEST(PortLimitsTest, DataRoomFollowsTheMtu) {
   EXPECT_EQ(MbufDataRoomFor(9600, 26, 128, 1024), 9754u);
 }
 
+TEST(PortLimitsTest, VirtioUserQueueSizeComesFromTheDevargOrTheDriverDefault) {
+  EXPECT_EQ(VirtioUserQueueSize("net_virtio_user0,path=/run/v.sock,queues=1,queue_size=1024"),
+            1024u);
+  EXPECT_EQ(VirtioUserQueueSize("net_virtio_user0,queue_size=512,path=/run/v.sock"), 512u);
+  EXPECT_EQ(VirtioUserQueueSize("net_virtio_user0,path=/run/v.sock"), 256u);
+  EXPECT_EQ(VirtioUserQueueSize("net_virtio_user0,path=/run/xqueue_size=64"), 256u);
+  EXPECT_EQ(VirtioUserQueueSize("net_virtio_user0,queue_size=big"), 256u);
+  EXPECT_EQ(VirtioUserQueueSize("net_virtio_user0,queue_size=4"), 256u);
+}
+
 }  // namespace
 }  // namespace iwarp::dataplane
