@@ -44,7 +44,7 @@ port cannot carry.
          byte is placed, the other runs verify.
 
 jumbo and limit need no hugepages (net_pcap and net_af_packet run with
---no-huge); vhost needs 2 x VHOST_MEMORY_MB of them (virtio-user hands its
+--no-huge); vhost needs VHOST_PAIR_MB of them (virtio-user hands its
 memory to the backend by file descriptor: --in-memory --single-file-segments).
 
   mtu_jumbo.py CASE --iwarpd PATH --iwarpctl PATH
@@ -212,6 +212,9 @@ class VhostPort:
 
 VHOST_MEMORY_MB = 96
 VHOST_MAX_CONNECTIONS = 32  # net_virtio_user's daemon: see VhostPort.config_text
+# Hugepages a vhost pair takes: both daemons' VHOST_MEMORY_MB, and the
+# net_virtio_user side's send buffers (the harness's 1 MiB per slot).
+VHOST_PAIR_MB = 2 * VHOST_MEMORY_MB + VHOST_MAX_CONNECTIONS + 1
 VHOST_MBUFS = 4095
 VHOST_DATA_ROOM = 9216  # headroom 128 + the largest frame (9000 + 30 on virtio)
 
@@ -376,10 +379,10 @@ def case_vhost(args):
     """MTU 9000 over vhost-user (net_vhost on A, net_virtio_user on B):
     verified RDMA Write / Read / Send, every frame one mbuf, frames larger
     than 1514 bytes on both ports."""
-    if iwd.free_hugepage_mib() < 2 * VHOST_MEMORY_MB:
+    if iwd.free_hugepage_mib() < VHOST_PAIR_MB:
         log("SKIP: vhost-user needs hugepages (virtio-user shares its memory by file "
             "descriptor): %d MiB free, %d MiB needed" %
-            (iwd.free_hugepage_mib(), 2 * VHOST_MEMORY_MB))
+            (iwd.free_hugepage_mib(), VHOST_PAIR_MB))
         sys.exit(iwd.SKIP)
     work = tempfile.mkdtemp(prefix="iwarpd_vhost_")
     sock = os.path.join(work, "vhost.sock")
@@ -453,10 +456,10 @@ TSO_MTU = 1500
 
 def case_tso(args):
     """TSO over vhost-user at MTU 1500 (see the module comment)."""
-    if iwd.free_hugepage_mib() < 2 * VHOST_MEMORY_MB:
+    if iwd.free_hugepage_mib() < VHOST_PAIR_MB:
         log("SKIP: vhost-user needs hugepages (virtio-user shares its memory by file "
             "descriptor): %d MiB free, %d MiB needed" %
-            (iwd.free_hugepage_mib(), 2 * VHOST_MEMORY_MB))
+            (iwd.free_hugepage_mib(), VHOST_PAIR_MB))
         sys.exit(iwd.SKIP)
     clients = [("w64k", "write", 65536, 256, 8), ("w16m", "write", 16 * MIB, 2, 1),
                ("r64k", "read", 65536, 64, 8)]

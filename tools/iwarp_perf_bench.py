@@ -693,7 +693,7 @@ def main():
         print("SKIP: needs root (network namespaces, veth devices)")
         return 77
     need = max(2 * iwd.MEMORY_MB if "memif" in links else 0,
-               2 * mj.VHOST_MEMORY_MB if "vhost" in links or "vhost-tso" in links else 0)
+               mj.VHOST_PAIR_MB if "vhost" in links or "vhost-tso" in links else 0)
     if iwd.free_hugepage_mib() < need:
         print("SKIP: net_memif / vhost-user need %d MiB of free hugepages (%d free)" %
               (need, iwd.free_hugepage_mib()))
