@@ -403,7 +403,8 @@ TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
   ASSERT_EQ(f->nb_segs, 2u);
   EXPECT_FALSE(RTE_MBUF_HAS_EXTBUF(f));
   EXPECT_EQ(f->data_len, kL2 + kL3 + 32u);
-  EXPECT_TRUE(RTE_MBUF_HAS_EXTBUF(f->next));
+  ASSERT_TRUE(RTE_MBUF_HAS_EXTBUF(f->next));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(f->next->shinfo) % alignof(rte_mbuf_ext_shared_info), 0u);
   EXPECT_EQ(rte_pktmbuf_mtod(f->next, const uint8_t*), buf);
   EXPECT_EQ(f->next->data_len, 20u * 1448);
   EXPECT_EQ(f->pkt_len, kL2 + kL3 + 32u + 20u * 1448);

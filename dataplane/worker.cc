@@ -221,8 +221,10 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   bool wanted = false;
   for (const TxBuffer& tx : tx_) wanted = wanted || tx.by_reference;
   if (!wanted || buffers == 0 || send_shinfo_ != nullptr) return {};
-  const size_t infos = RTE_CACHE_LINE_ROUNDUP(sizeof(SendMemoryHeader) +
-                                              buffers * sizeof(rte_mbuf_ext_shared_info));
+  // Header, shared-infos and buffers each start on a cache line (the
+  // shared-infos hold pointers: 8-byte alignment at least).
+  const size_t head = RTE_CACHE_LINE_ROUNDUP(sizeof(SendMemoryHeader));
+  const size_t infos = RTE_CACHE_LINE_ROUNDUP(head + buffers * sizeof(rte_mbuf_ext_shared_info));
   const size_t bytes = buffers * buffer_bytes;
   // Only out of the memory EAL reserved (eal.memory_mb): DPDK would grow its
   // heap into further hugepages, which the configuration did not give this
@@ -247,8 +249,7 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   }
   auto* h = new (block) SendMemoryHeader{};
   h->live.store(static_cast<uint32_t>(buffers), std::memory_order_relaxed);
-  send_shinfo_ = reinterpret_cast<rte_mbuf_ext_shared_info*>(static_cast<uint8_t*>(block) +
-                                                             sizeof(SendMemoryHeader));
+  send_shinfo_ = reinterpret_cast<rte_mbuf_ext_shared_info*>(static_cast<uint8_t*>(block) + head);
   for (size_t i = 0; i < buffers; ++i) {
     send_shinfo_[i].free_cb = &ReleaseSendBuffer;
     send_shinfo_[i].fcb_opaque = h;
