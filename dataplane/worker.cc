@@ -220,11 +220,12 @@ void ReleaseSendBuffer(void* addr, void* opaque) {
 MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   bool wanted = false;
   for (const TxBuffer& tx : tx_) wanted = wanted || tx.by_reference;
-  if (!wanted || buffers == 0 || send_shinfo_ != nullptr) return {};
+  if (!wanted || buffers == 0 || send_.infos != nullptr) return {};
   // Header, shared-infos and buffers each start on a cache line (the
   // shared-infos hold pointers: 8-byte alignment at least).
   const size_t head = RTE_CACHE_LINE_ROUNDUP(sizeof(SendMemoryHeader));
-  const size_t infos = RTE_CACHE_LINE_ROUNDUP(head + buffers * sizeof(rte_mbuf_ext_shared_info));
+  const size_t infos_end =
+      RTE_CACHE_LINE_ROUNDUP(head + buffers * sizeof(rte_mbuf_ext_shared_info));
   const size_t bytes = buffers * buffer_bytes;
   // Only out of the memory EAL reserved (eal.memory_mb): DPDK would grow its
   // heap into further hugepages, which the configuration did not give this
@@ -232,11 +233,11 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   const int socket = static_cast<int>(rte_lcore_to_socket_id(lcore_));
   rte_malloc_socket_stats st{};
   void* block = nullptr;
-  if (rte_malloc_get_socket_stats(socket, &st) == 0 && st.greatest_free_size >= infos + bytes) {
-    block = rte_malloc_socket("iwarpd_tcp_send", infos + bytes, RTE_CACHE_LINE_SIZE, socket);
+  if (rte_malloc_get_socket_stats(socket, &st) == 0 && st.greatest_free_size >= infos_end + bytes) {
+    block = rte_malloc_socket("iwarpd_tcp_send", infos_end + bytes, RTE_CACHE_LINE_SIZE, socket);
   }
   if (block == nullptr) {
-    const size_t mib = (infos + bytes + (size_t{1} << 20) - 1) >> 20;
+    const size_t mib = (infos_end + bytes + (size_t{1} << 20) - 1) >> 20;
     LogWarning("worker on lcore ", lcore_, ": the TCP send buffers (", buffers, " x ",
                buffer_bytes, " bytes, ", mib, " MiB) do not fit in the ",
                st.greatest_free_size >> 20, " MiB left of eal.memory_mb in one piece: TSO "
@@ -249,27 +250,27 @@ MutableByteSpan Worker::SendMemory(size_t buffers, size_t buffer_bytes) {
   }
   auto* h = new (block) SendMemoryHeader{};
   h->live.store(static_cast<uint32_t>(buffers), std::memory_order_relaxed);
-  send_shinfo_ = reinterpret_cast<rte_mbuf_ext_shared_info*>(static_cast<uint8_t*>(block) + head);
+  auto* infos =
+      reinterpret_cast<rte_mbuf_ext_shared_info*>(static_cast<uint8_t*>(block) + head);
   for (size_t i = 0; i < buffers; ++i) {
-    send_shinfo_[i].free_cb = &ReleaseSendBuffer;
-    send_shinfo_[i].fcb_opaque = h;
-    rte_mbuf_ext_refcnt_set(&send_shinfo_[i], 1);  // the worker's reference
+    infos[i].free_cb = &ReleaseSendBuffer;
+    infos[i].fcb_opaque = h;
+    rte_mbuf_ext_refcnt_set(&infos[i], 1);  // the worker's reference
   }
-  auto* mem = static_cast<uint8_t*>(block) + infos;
-  send_mem_ = mem;
-  send_buffers_ = buffers;
-  send_buffer_bytes_ = buffer_bytes;
-  send_owner_.infos = send_shinfo_;
-  send_owner_.buffers = buffers;
+  auto* mem = static_cast<uint8_t*>(block) + infos_end;
+  send_.infos = infos;
+  send_.mem = mem;
+  send_.count = buffers;
+  send_.bytes = buffer_bytes;
   return MutableByteSpan(mem, bytes);
 }
 
 bool Worker::SendBufferReusable(uint32_t index) const {
-  return index >= send_buffers_ || rte_mbuf_ext_refcnt_read(&send_shinfo_[index]) == 1;
+  return index >= send_.count || rte_mbuf_ext_refcnt_read(&send_.infos[index]) == 1;
 }
 
-Worker::SendMemoryOwner::~SendMemoryOwner() {
-  for (size_t i = 0; i < buffers; ++i) {
+Worker::SendBuffers::~SendBuffers() {
+  for (size_t i = 0; i < count; ++i) {
     rte_mbuf_ext_shared_info* sh = &infos[i];
     if (rte_mbuf_ext_refcnt_update(sh, -1) == 0) sh->free_cb(nullptr, sh->fcb_opaque);
   }
@@ -513,6 +514,15 @@ inline constexpr uint8_t kTcpFlagPsh = 0x08;
 // mbufs of the smallest data room a port gets, 2 KiB).
 inline constexpr unsigned kMaxAppendMbufs = 16;
 
+// The TCP checksum field a device completes (rte_ipv4_phdr_cksum): the
+// pseudo-header sum, with the TCP length `l4_len` for checksum offload, 0
+// for TSO (the device adds each segment's).
+uint16_t DevicePseudoSum(uint32_t src_ip, uint32_t dst_ip, size_t l4_len) {
+  const uint32_t phdr = (src_ip >> 16) + (src_ip & 0xffff) + (dst_ip >> 16) + (dst_ip & 0xffff) +
+                        kIpProtoTcp + static_cast<uint32_t>(l4_len);
+  return static_cast<uint16_t>(~ChecksumFold(phdr));
+}
+
 // A segment that may be part of a TSO frame: data, ACK, and PSH or not.
 // SYN, FIN, RST, URG and the ECN bits prevent a run (properties of one
 // segment that segmentation would copy to all). PSH is collapsed: a TSO
@@ -565,11 +575,11 @@ void Worker::StartTsoRun(rte_mbuf* m, ByteSpan tcp_header, size_t payload_len) {
 }
 
 rte_mbuf_ext_shared_info* Worker::SendBufferOf(ByteSpan piece) const {
-  if (send_shinfo_ == nullptr || piece.empty() || piece.data() < send_mem_) return nullptr;
-  const size_t off = static_cast<size_t>(piece.data() - send_mem_);
-  const size_t i = off / send_buffer_bytes_;
-  if (i >= send_buffers_ || off + piece.size() > (i + 1) * send_buffer_bytes_) return nullptr;
-  rte_mbuf_ext_shared_info* sh = &send_shinfo_[i];
+  if (send_.infos == nullptr || piece.empty() || piece.data() < send_.mem) return nullptr;
+  const size_t off = static_cast<size_t>(piece.data() - send_.mem);
+  const size_t i = off / send_.bytes;
+  if (i >= send_.count || off + piece.size() > (i + 1) * send_.bytes) return nullptr;
+  rte_mbuf_ext_shared_info* sh = &send_.infos[i];
   // The count is 16 bits: a buffer referenced that often is copied from.
   return rte_mbuf_ext_refcnt_read(sh) < UINT16_MAX - 1 ? sh : nullptr;
 }
@@ -579,7 +589,7 @@ void Worker::AttachSendBuffer(rte_mbuf* e, ByteSpan piece, rte_mbuf_ext_shared_i
   // next segment's bytes, which follow these, extend it.
   uint8_t* at = const_cast<uint8_t*>(piece.data());
   const uint8_t* end =
-      send_mem_ + (static_cast<size_t>(sh - send_shinfo_) + 1) * send_buffer_bytes_;
+      send_.mem + (static_cast<size_t>(sh - send_.infos) + 1) * send_.bytes;
   rte_mbuf_ext_refcnt_update(sh, 1);
   // IOVA unused: tx_by_reference devices address mbufs by virtual address.
   rte_pktmbuf_attach_extbuf(e, at, RTE_BAD_IOVA,
@@ -616,9 +626,7 @@ bool Worker::EmitTcpByReference(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_h
   // holds the pseudo-header sum, length included (rte_ipv4_phdr_cksum
   // without RTE_MBUF_F_TX_TCP_SEG); the device adds header and payload as
   // it reads them.
-  const uint32_t phdr = (src_ip >> 16) + (src_ip & 0xffff) + (dst_ip >> 16) + (dst_ip & 0xffff) +
-                        kIpProtoTcp + static_cast<uint32_t>(l4);
-  StoreBe16(th + kTcpChecksumOffset, static_cast<uint16_t>(~ChecksumFold(phdr)));
+  StoreBe16(th + kTcpChecksumOffset, DevicePseudoSum(src_ip, dst_ip, l4));
   m[0]->l2_len = kEthHeaderLen;
   m[0]->l3_len = kIpv4MinHeaderLen;
   m[0]->l4_len = static_cast<uint16_t>(tcp_header.size());
@@ -767,9 +775,7 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
       r.head->tso_segsz = r.seg_len;
       r.head->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM |
                           (tx.tx_ip_checksum ? RTE_MBUF_F_TX_IP_CKSUM : 0);
-      const uint32_t phdr = (src_ip >> 16) + (src_ip & 0xffff) + (dst_ip >> 16) +
-                            (dst_ip & 0xffff) + kIpProtoTcp;
-      StoreBe16(th + kTcpChecksumOffset, static_cast<uint16_t>(~ChecksumFold(phdr)));
+      StoreBe16(th + kTcpChecksumOffset, DevicePseudoSum(src_ip, dst_ip, 0));
       stats_->tso_frames_out.Add();
       stats_->tso_segments_out.Add();
     }

@@ -382,22 +382,20 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // TCP send buffers in DPDK memory (SendMemory): one shared-info per
   // buffer counts the worker's reference and every mbuf attached to the
   // buffer; the block goes with the last reference of all (mbufs may
-  // outlive the worker in a device's queue until the port closes).
-  rte_mbuf_ext_shared_info* send_shinfo_ = nullptr;
-  const uint8_t* send_mem_ = nullptr;
-  size_t send_buffers_ = 0;
-  size_t send_buffer_bytes_ = 0;
-  // Drops the worker's reference to each send buffer when the worker goes;
-  // declared before tcp_ and the services, so it runs after they are gone.
-  struct SendMemoryOwner {
-    rte_mbuf_ext_shared_info* infos = nullptr;
-    size_t buffers = 0;
-    SendMemoryOwner() = default;
-    SendMemoryOwner(const SendMemoryOwner&) = delete;
-    SendMemoryOwner& operator=(const SendMemoryOwner&) = delete;
-    ~SendMemoryOwner();
+  // outlive the worker in a device's queue until the port closes). The
+  // destructor drops the worker's references; declared before tcp_ and the
+  // services, it runs after they are gone.
+  struct SendBuffers {
+    rte_mbuf_ext_shared_info* infos = nullptr;  // one per buffer; null: none lent
+    const uint8_t* mem = nullptr;
+    size_t count = 0;
+    size_t bytes = 0;  // per buffer
+    SendBuffers() = default;
+    SendBuffers(const SendBuffers&) = delete;
+    SendBuffers& operator=(const SendBuffers&) = delete;
+    ~SendBuffers();
   };
-  SendMemoryOwner send_owner_;
+  SendBuffers send_;
   std::vector<rte_ring*> peer_steer_rings_;        // by worker index
   std::vector<rte_ring*> peer_neighbor_rings_;     // by worker index, ours excluded (nullptr)
   rte_ring* steer_ring_ = nullptr;
