@@ -7,6 +7,10 @@
 
 #include "gtest/gtest.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace iwarp {
 namespace {
 
@@ -146,6 +150,46 @@ TEST(Crc32c, BlockedCopyAgreesForEveryBlockSize) {
     EXPECT_EQ(acc.Value(), want) << block;
   }
 }
+
+#if defined(__x86_64__)
+// XINUSE (XGETBV with ECX = 1, where the CPU has it): which register state
+// components are not in their initial configuration.
+bool ReadXinuse(uint64_t* out) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_max(0, nullptr) < 0xd) return false;
+  __cpuid(1, a, b, c, d);
+  if ((c & bit_OSXSAVE) == 0) return false;
+  __cpuid_count(0xd, 1, a, b, c, d);
+  if ((a & (1u << 2)) == 0) return false;  // no XGETBV with ECX = 1
+  uint32_t lo = 0, hi = 0;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+  *out = (uint64_t{hi} << 32) | lo;
+  return true;
+}
+
+// After a CRC the vector registers' upper halves are clean (XINUSE bit 2,
+// the YMM upper halves, and bit 6, the ZMM upper halves of registers 0-15).
+// ISA-L's AVX-512 kernel leaves them dirty, and every legacy-SSE
+// instruction after it would pay a state transition (crc32c.cc).
+TEST(Crc32c, LeavesTheVectorUpperStateClean) {
+  uint64_t x = 0;
+  if (!ReadXinuse(&x)) {
+    GTEST_SKIP() << "this CPU cannot report register state in use (no XGETBV with ECX=1)";
+  }
+  const std::vector<uint8_t> data = Random(64 * 1024, 5);
+  std::vector<uint8_t> dst(data.size());
+  constexpr uint64_t kUpper = (1u << 2) | (1u << 6);
+  for (size_t n : {size_t{20}, size_t{1428}, data.size()}) {
+    const uint32_t crc = Crc32c(ByteSpan(data.data(), n));
+    ASSERT_TRUE(ReadXinuse(&x));
+    EXPECT_EQ(x & kUpper, 0u) << "after Crc32c of " << n << " bytes (crc " << crc << ")";
+    Crc32cAccumulator acc;
+    CopyAndCrc32c(dst.data(), data.data(), n, acc);
+    ASSERT_TRUE(ReadXinuse(&x));
+    EXPECT_EQ(x & kUpper, 0u) << "after CopyAndCrc32c of " << n << " bytes";
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace iwarp
