@@ -361,6 +361,45 @@ TEST_F(TsoTest, A64KiBMessageLeavesAsTsoFramesTheDeviceCutsIntoTheSameSegments) 
   EXPECT_EQ(rte_mempool_avail_count(port_.pool), free_before);  // chains freed whole
 }
 
+// A frame that can take no further segment goes to the device at once, not
+// at the end of the poll: the peer starts on it while the next is built.
+TEST_F(TsoTest, AFrameThatTakesNoFurtherSegmentLeavesAtOnce) {
+  PortRuntime p = port_;
+  p.tso = true;
+  LcoreStats stats;
+  std::atomic<bool> stop{false};
+  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
+  ASSERT_TRUE(w.Init().ok());
+  LearnPeer(w);
+  auto emit = [&](const Segment& seg) {
+    const ByteSpan piece(seg.payload);
+    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(seg.header),
+                              std::span<const ByteSpan>(&piece, 1)));
+  };
+  std::vector<Segment> segs = Run(40000, 1000, 46, 1448);
+  segs.push_back(MakeSegment(40000, 1000 + 46 * 1448, kAck, 376));
+  std::vector<rte_mbuf*> frames;
+  for (size_t i = 0; i < 44; ++i) emit(segs[i]);
+  Drain(&frames);
+  EXPECT_TRUE(frames.empty());  // the frame can still grow: it waits for the poll's end
+  emit(segs[44]);               // 45 segments: a 46th would pass 64 KiB
+  Drain(&frames);
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0]->pkt_len, kL2 + kL3 + 32 + 45 * 1448u);
+  emit(segs[45]);
+  Drain(&frames);
+  EXPECT_EQ(frames.size(), 1u);
+  emit(segs[46]);  // shorter: it ends the second frame
+  Drain(&frames);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[1]->pkt_len, kL2 + kL3 + 32 + 1448u + 376u);
+  w.PollOnce(w.NowMs());
+  Drain(&frames);
+  EXPECT_EQ(frames.size(), 2u);
+  EXPECT_EQ(stats.tso_segments_out.Get(), 47u);
+  for (rte_mbuf* m : frames) rte_pktmbuf_free(m);
+}
+
 // A device that reads mbufs through their virtual address
 // (PortRuntime::tx_by_reference; net_ring stands in for net_virtio_user):
 // the payload of a TSO frame's segments stays in the TCP send buffers the

@@ -792,6 +792,14 @@ bool Worker::AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan hdr,
     if (!tx.tx_ip_checksum) {
       StoreBe16(ip + kIpv4ChecksumOffset, InternetChecksum(ByteSpan(ip, kIpv4MinHeaderLen)));
     }
+    // A frame that takes no further segment (a shorter one ended it, or
+    // another full one would pass 64 KiB) leaves now rather than at the end
+    // of the poll: the peer starts on it while the next one is built. A
+    // window's worth of frames otherwise left together after the last was
+    // built, and the two ends took turns (vhost-tso 64 KiB Writes at MTU
+    // 1500: 5250 against 4289 MiB/s for full frames, 1.04x more for short
+    // ones; 4 KiB Writes 1.11x).
+    if (r.closed || ip_total + r.seg_len > UINT16_MAX) Flush(tx);
     return true;
   }
   return false;
