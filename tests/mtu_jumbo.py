@@ -33,7 +33,7 @@ port cannot carry.
          64 KiB Writes with MPA markers, whose FPDUs differ in length) leave
          as TSO frames: B's tso_frames_out / tso_segments_out and A's
          rx_coalesced must move, A must receive frames far larger than the
-         MTU and no chained mbuf, B's frames must reference the appended
+         MTU and no chained mbuf, B's frames must reference their
          segments' payload in B's TCP send buffers instead of copying it
          (tx_payload_by_reference), and A's Read responses (net_vhost offers
          no TSO: single segments) verify as well. Then the same runs with
@@ -528,9 +528,11 @@ def case_tso(args):
             check(tb["tso_frames_out"] > 0 and tb["tso_segments_out"] > 2 * tb["tso_frames_out"],
                   "B sent %d TSO frames carrying %d segments" %
                   (tb["tso_frames_out"], tb["tso_segments_out"]))
-            # net_virtio_user reads the appended segments' payload from B's
-            # TCP send buffers (in DPDK memory) instead of a copy: every
-            # appended segment but a short last one per frame (>= 1000 bytes).
+            # net_virtio_user reads the segments' payload from B's TCP send
+            # buffers (in DPDK memory) instead of a copy. A lower bound: the
+            # appended segments but a short last one per frame (>= 1000
+            # bytes each); first segments go by reference too, and a piece
+            # that wraps around its send buffer is copied.
             appended = tb["tso_segments_out"] - 2 * tb["tso_frames_out"]
             check(tb["tx_payload_by_reference"] >= 1000 * appended,
                   "B's TSO frames referenced %d payload bytes in its send buffers (%d appended "
