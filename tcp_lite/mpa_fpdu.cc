@@ -12,12 +12,13 @@ namespace {
 constexpr uint32_t kMarkerPayloadSpacing = kMarkerInterval - kMarkerSize;  // 508
 
 // Writes the octets of one FPDU in sequence order, inserting a Marker
-// wherever the sequence position reaches a Marker slot, and folds every octet
-// before the CRC field into the CRC (RFC 5044 4.4: Markers included).
+// wherever the sequence position reaches a Marker slot, and with `crc` folds
+// every octet before the CRC field into the CRC (RFC 5044 4.4: Markers
+// included); without it (CRC not negotiated) the octets are only copied.
 class FpduWriter {
  public:
-  FpduWriter(uint8_t* out, bool markers, uint32_t to_marker)
-      : out_(out), markers_(markers), to_marker_(to_marker) {
+  FpduWriter(uint8_t* out, bool markers, bool crc, uint32_t to_marker)
+      : out_(out), markers_(markers), crc_on_(crc), to_marker_(to_marker) {
     // A Marker at the FPDU's first octet falls between FPDUs: FPDUPTR 0, and
     // the ULPDU_Length field follows it (RFC 5044 4.3).
     header_off_ = (markers_ && to_marker_ == 0) ? kMarkerSize : 0;
@@ -28,7 +29,11 @@ class FpduWriter {
     while (n > 0) {
       if (markers_ && to_marker_ == 0) PutMarker();
       const size_t run = markers_ ? std::min<size_t>(n, to_marker_) : n;
-      CopyAndCrc32c(out_ + off_, p, run, crc_);
+      if (crc_on_) {
+        CopyAndCrc32c(out_ + off_, p, run, crc_);
+      } else if (run > 0) {
+        std::memcpy(out_ + off_, p, run);
+      }
       off_ += run;
       p += run;
       n -= run;
@@ -38,9 +43,9 @@ class FpduWriter {
 
   // After the PAD: a Marker due right here is part of this FPDU and in its
   // CRC (RFC 5044 4.4 rule 1); then the CRC field.
-  void Finish(bool with_crc) {
+  void Finish() {
     if (markers_ && to_marker_ == 0) PutMarker();
-    StoreCrc32cWire(out_ + off_, with_crc ? crc_.Value() : 0);
+    StoreCrc32cWire(out_ + off_, crc_on_ ? crc_.Value() : 0);
     off_ += kCrcSize;
   }
 
@@ -52,7 +57,7 @@ class FpduWriter {
     uint8_t* m = out_ + off_;
     StoreBe16(m, 0);  // RESERVED
     StoreBe16(m + 2, static_cast<uint16_t>(fpduptr));
-    crc_.Update(m, kMarkerSize);
+    if (crc_on_) crc_.Update(m, kMarkerSize);
     off_ += kMarkerSize;
     to_marker_ = kMarkerPayloadSpacing;
   }
@@ -61,6 +66,7 @@ class FpduWriter {
   size_t off_ = 0;
   size_t header_off_ = 0;
   bool markers_;
+  bool crc_on_;
   uint32_t to_marker_;
   Crc32cAccumulator crc_;
 };
@@ -87,7 +93,7 @@ FpduEncodeResult EncodeFpdu(ByteSpan ulpdu_header, ByteSpan payload, Seq32 start
   const size_t wire = FpduWireSize(ulpdu_len, start_seq, config);
   if (out.size() < wire) return {FpduStatus::kBufferTooSmall, 0};
 
-  FpduWriter w(out.data(), config.markers,
+  FpduWriter w(out.data(), config.markers, config.crc,
                config.markers ? DistanceToMarker(start_seq, config.marker_origin) : 0);
   uint8_t length_field[kUlpduLengthSize];
   StoreBe16(length_field, static_cast<uint16_t>(ulpdu_len));
@@ -97,7 +103,7 @@ FpduEncodeResult EncodeFpdu(ByteSpan ulpdu_header, ByteSpan payload, Seq32 start
   static constexpr uint8_t kZeros[3] = {0, 0, 0};
   const size_t pad = FpduSizeWithoutMarkers(ulpdu_len) - kCrcSize - kUlpduLengthSize - ulpdu_len;
   w.Put(kZeros, pad);
-  w.Finish(config.crc);
+  w.Finish();
   assert(w.size() == wire);
   return {FpduStatus::kOk, w.size()};
 }
