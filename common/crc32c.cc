@@ -24,7 +24,9 @@ const bool kCleanUpperState = [] {
   return __builtin_cpu_supports("avx") != 0;
 }();
 
-__attribute__((target("avx"))) void ZeroUpper() { __builtin_ia32_vzeroupper(); }
+// Inline (no call on the per-FPDU path); it leaves the registers' low 128
+// bits, all that legacy-SSE code uses, as they are.
+inline void ZeroUpper() { asm volatile("vzeroupper"); }
 
 // ISA-L takes an int length and a non-const pointer (it only reads the
 // buffer); this wrapper feeds lengths above INT_MAX in slices.
