@@ -72,7 +72,10 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             busy_us over poll_us, read before and after the
                             run): what the busy-polling cores actually
                             worked; the rest is polling an empty link and
-                            rings. No kernel figure.
+                            rings. No kernel figure. Then each side's own
+                            share: the server's (receiving the Writes) and
+                            the client's (sending them); a side near 100%
+                            is the one that limits the row.
   send_bw 64 B              iwarp-perf send_bw (messages per second).
                             Kernel: the same count of 64-byte writes on one
                             connection (TCP_NODELAY) until all are read.
@@ -272,7 +275,8 @@ def perf_pair(args, a, b, test, size, iters, extra=(), cores=None, loads=None):
     options in `extra`); returns the client's result row as floats. With a
     list `cores`, appends the cores busy while the client ran (CpuMeter);
     with a list `loads`, the share (%) of the workers' poll-loop time spent
-    in polls that found work, both daemons together (None if unknown)."""
+    in polls that found work: a tuple (both daemons together, the server's,
+    the client's), None if unknown."""
     common = [test, "-s", str(size), "-n", str(iters), "-p", str(aw.PORT)] + list(extra)
     if test.endswith("_bw"):
         common += ["-q", str(args.depth), "-Q", str(args.cq_mod)]
@@ -293,9 +297,13 @@ def perf_pair(args, a, b, test, size, iters, extra=(), cores=None, loads=None):
             if None in loops0 or None in loops1:
                 loads.append(None)
             else:
-                poll = sum(y[0] - x[0] for x, y in zip(loops0, loops1))
-                busy = sum(y[1] - x[1] for x, y in zip(loops0, loops1))
-                loads.append(100.0 * busy / poll if poll > 0 else None)
+                polls = [y[0] - x[0] for x, y in zip(loops0, loops1)]
+                busys = [y[1] - x[1] for x, y in zip(loops0, loops1)]
+
+                def share(busy, poll):
+                    return 100.0 * busy / poll if poll > 0 else None
+                loads.append((share(sum(busys), sum(polls)), share(busys[0], polls[0]),
+                              share(busys[1], polls[1])))
         if client.returncode != 0:
             raise RuntimeError("iwarp-perf %s -s %d client exit %d:\n%s" %
                                (test, size, client.returncode, client.stdout))
@@ -316,7 +324,10 @@ def write_bw_runs(args, a, b, count_4k, count_64k):
         # Row: bytes, iterations, MiB/s, Mpps, memcpy MiB/s.
         out[key] = perf_pair(args, a, b, "write_bw", size, count, cores=cores, loads=loads)[2]
         out[key + "_cores"] = cores[0]
-        out[key + "_load"] = loads[0]
+        both, server, client = loads[0] if loads[0] is not None else (None, None, None)
+        out[key + "_load"] = both
+        out[key + "_load_server"] = server
+        out[key + "_load_client"] = client
     return out
 
 
@@ -523,6 +534,10 @@ def bw_rows(mtu, link, mine, kern, old):
                      get(old, key + "_cores")))
         rows.append(("  iwarpd workers' time with work (%)", get(mine, key + "_load"), None,
                      False, get(old, key + "_load")))
+        for side, who in (("server", "receiving"), ("client", "sending")):
+            k = key + "_load_" + side
+            rows.append(("    %s (%s) (%%)" % (side, who), get(mine, k), None, False,
+                         get(old, k)))
     return rows
 
 
