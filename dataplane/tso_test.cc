@@ -229,26 +229,30 @@ class TsoTest : public ::testing::Test {
     Drain(&frames);
     for (rte_mbuf* f : frames) rte_pktmbuf_free(f);
   }
-  // A worker whose port takes TSO frames and reads mbufs through their
-  // virtual address (PortRuntime::tx_by_reference; net_ring stands in for
-  // net_virtio_user), the peer's MAC learnt.
-  std::unique_ptr<Worker> ByReferenceWorker(LcoreStats* stats) {
-    by_ref_port_ = port_;
-    by_ref_port_.tso = true;
-    by_ref_port_.tx_by_reference = true;
-    auto w = std::make_unique<Worker>(0, 1, std::span<const PortRuntime>(&by_ref_port_, 1), cfg_,
+  // A worker whose port takes TSO frames, the peer's MAC learnt; with
+  // `by_reference`, a port that reads mbufs through their virtual address
+  // (PortRuntime::tx_by_reference; net_ring stands in for net_virtio_user).
+  std::unique_ptr<Worker> TsoWorker(LcoreStats* stats, bool by_reference) {
+    tso_port_ = port_;
+    tso_port_.tso = true;
+    tso_port_.tx_by_reference = by_reference;
+    auto w = std::make_unique<Worker>(0, 1, std::span<const PortRuntime>(&tso_port_, 1), cfg_,
                                       stats, &stop_);
     EXPECT_TRUE(w->Init().ok());
     LearnPeer(*w);
     return w;
   }
+  std::unique_ptr<Worker> ByReferenceWorker(LcoreStats* stats) { return TsoWorker(stats, true); }
+  // Hands `seg` to `w` with `piece` as its payload.
+  void Emit(Worker& w, const Segment& seg, ByteSpan piece) {
+    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(seg.header),
+                              std::span<const ByteSpan>(&piece, 1)));
+  }
   // Hands segment i to `w` with `pieces[i]` as its payload, polls once and
   // returns the frames that reached the device.
   std::vector<rte_mbuf*> EmitAll(Worker& w, const std::vector<Segment>& segs,
                                  std::span<const ByteSpan> pieces) {
-    for (size_t i = 0; i < segs.size(); ++i) {
-      EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(segs[i].header), pieces.subspan(i, 1)));
-    }
+    for (size_t i = 0; i < segs.size(); ++i) Emit(w, segs[i], pieces[i]);
     w.PollOnce(w.NowMs());
     std::vector<rte_mbuf*> frames;
     Drain(&frames);
@@ -340,7 +344,7 @@ class TsoTest : public ::testing::Test {
 
   config::Config cfg_;
   PortRuntime port_;
-  PortRuntime by_ref_port_;
+  PortRuntime tso_port_;
   std::atomic<bool> stop_{false};
   rte_ring* rx_ring_ = nullptr;
   rte_ring* tx_ring_ = nullptr;
@@ -364,18 +368,9 @@ TEST_F(TsoTest, A64KiBMessageLeavesAsTsoFramesTheDeviceCutsIntoTheSameSegments) 
 // A frame that can take no further segment goes to the device at once, not
 // at the end of the poll: the peer starts on it while the next is built.
 TEST_F(TsoTest, AFrameThatTakesNoFurtherSegmentLeavesAtOnce) {
-  PortRuntime p = port_;
-  p.tso = true;
   LcoreStats stats;
-  std::atomic<bool> stop{false};
-  Worker w(0, 1, std::span<const PortRuntime>(&p, 1), cfg_, &stats, &stop);
-  ASSERT_TRUE(w.Init().ok());
-  LearnPeer(w);
-  auto emit = [&](const Segment& seg) {
-    const ByteSpan piece(seg.payload);
-    EXPECT_TRUE(w.EmitSegment(kOurIp, kPeerIp, ByteSpan(seg.header),
-                              std::span<const ByteSpan>(&piece, 1)));
-  };
+  std::unique_ptr<Worker> w = TsoWorker(&stats, /*by_reference=*/false);
+  auto emit = [&](const Segment& seg) { Emit(*w, seg, seg.payload); };
   std::vector<Segment> segs = Run(40000, 1000, 46, 1448);
   segs.push_back(MakeSegment(40000, 1000 + 46 * 1448, kAck, 376));
   std::vector<rte_mbuf*> frames;
@@ -393,7 +388,7 @@ TEST_F(TsoTest, AFrameThatTakesNoFurtherSegmentLeavesAtOnce) {
   Drain(&frames);
   ASSERT_EQ(frames.size(), 2u);
   EXPECT_EQ(frames[1]->pkt_len, kL2 + kL3 + 32 + 1448u + 376u);
-  w.PollOnce(w.NowMs());
+  w->PollOnce(w->NowMs());
   Drain(&frames);
   EXPECT_EQ(frames.size(), 2u);
   EXPECT_EQ(stats.tso_segments_out.Get(), 47u);
@@ -403,9 +398,10 @@ TEST_F(TsoTest, AFrameThatTakesNoFurtherSegmentLeavesAtOnce) {
 // A device that reads mbufs through their virtual address
 // (PortRuntime::tx_by_reference; net_ring stands in for net_virtio_user):
 // the payload of a TSO frame's segments stays in the TCP send buffers the
-// worker lent the stack (Worker::SendMemory), and the frame references it. On the wire nothing changes; the buffer is not reusable
-// while a frame references it, and stays readable after the worker is gone
-// until the device frees the frame.
+// worker lent the stack (Worker::SendMemory), and the frame references it.
+// On the wire nothing changes; the buffer is not reusable while a frame
+// references it, and stays readable after the worker is gone until the
+// device frees the frame.
 TEST_F(TsoTest, PayloadInTheSendBuffersTravelsByReference) {
   const std::vector<Segment> segs = Run(40020, 1000, 20, 1448);
   LcoreStats copy_stats;

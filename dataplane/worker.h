@@ -289,9 +289,6 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   bool EmitIpv4(uint8_t proto, uint32_t src_ip, uint32_t dst_ip, ByteSpan first,
                 std::span<const ByteSpan> rest, bool tcp_payload_sum = false,
                 rte_mbuf** built = nullptr);
-  // TSO (ports[].tso): appends the segment to the run at the end of a TX
-  // buffer when it continues it (see TsoRun); false if it does not, or no
-  // mbuf was free, and the segment is then sent as a frame of its own.
   // Appends a segment's payload to the run's chain: by reference where it
   // lies in a send buffer (the last mbuf grows when the bytes follow on),
   // copied into further mbufs of `pool` otherwise. False, with the frame
@@ -309,6 +306,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   // The shared-info of the send buffer that holds all of `piece`, or null
   // (not send memory, or the buffer's reference count is full).
   rte_mbuf_ext_shared_info* SendBufferOf(ByteSpan piece) const;
+  // TSO (ports[].tso): appends the segment to the run at the end of a TX
+  // buffer when it continues it (see TsoRun); false if it does not, or no
+  // mbuf was free, and the segment is then sent as a frame of its own. A
+  // frame that can take no further segment is handed to the device at once.
   bool AppendToTsoRun(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_header,
                       std::span<const ByteSpan> payload, size_t payload_len);
   // Starts a run at frame `m` (just built from this segment) if it is the

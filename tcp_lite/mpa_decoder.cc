@@ -128,7 +128,7 @@ size_t FpduDecoder::ConsumeFpduOctets(ByteSpan in, UlpduSink& sink, size_t* deli
         fpdu_started_ = true;
         const size_t take = std::min(kUlpduLengthSize - hdr_have_, avail);
         std::memcpy(hdr_ + hdr_have_, p, take);
-        crc_.Update(p, take);
+        if (config_.crc) crc_.Update(p, take);
         hdr_have_ += take;
         used += take;
         if (hdr_have_ < kUlpduLengthSize) break;
@@ -182,7 +182,7 @@ void FpduDecoder::OnMarkerComplete() {
   if (fpduptr != expected) marker_mismatch_ = true;
   if (between) fpdu_seq_ = seq_;
   fpdu_started_ = true;
-  crc_.Update(marker_, kMarkerSize);  // RFC 5044 4.4: Markers are in the CRC
+  if (config_.crc) crc_.Update(marker_, kMarkerSize);  // RFC 5044 4.4: Markers are in the CRC
   ++stats_.markers;
   marker_have_ = 0;
   to_marker_ = kMarkerPayloadSpacing;
