@@ -16,9 +16,6 @@ namespace iwarp::appif {
 
 namespace {
 
-// RFC 5044 7.1: key, flags and PD_Length (20 bytes) and at most 512 bytes of
-// private data (the RFC 6581 IRD/ORD block included).
-constexpr size_t kMaxRequestBytes = 20 + mpa::kMaxPrivateDataLength;
 constexpr uint32_t kCommandsPerPoll = 16;
 // Pending-connection timeouts are checked at least this often (they may
 // fire this much late; pending_timeout_us is seconds).
@@ -107,6 +104,8 @@ struct WireEngine::Counters {
   WIRE_COUNTER(ring_corruptions)
   WIRE_COUNTER(requests)
   WIRE_COUNTER(requests_refused)
+  WIRE_COUNTER(replies_sent)
+  WIRE_COUNTER(rejects_sent)
   WIRE_COUNTER(connections)
   WIRE_COUNTER(tcp_port_holds)
   WIRE_COUNTER(listens_reserved)
@@ -173,20 +172,26 @@ MutableByteSpan WireStagView::Bytes(uint64_t handle) {
 // ---------------------------------------------------------------- passive side
 
 // A listening port of an application (iwarp_listen) on this worker's stack.
-struct WireEngine::Listener final : tcp::TcpUser {
+// Its MpaGate holds each accepted connection until a valid MPA Request
+// arrived (iwarp/mpa_gate.h: bounded per port and per source, timed out);
+// only then does the connection take a Pending slot and the application see
+// a connect request.
+struct WireEngine::Listener final : engine::MpaGateOwner {
   WireEngine* eng = nullptr;
   uint32_t id = 0;
   uint16_t port = 0;
   bool used = false;
+  std::unique_ptr<engine::MpaGate> gate;  // made at listen (control command)
 
-  tcp::TcpUser* OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) override;
-  size_t OnData(tcp::ConnId, uint64_t, ByteSpan) override { return 0; }
+  engine::GateDecision OnMpaRequest(tcp::ConnId conn, const tcp::FourTuple& tuple,
+                                    const mpa::StartupFrame& request, ByteSpan frame) override;
 };
 
-// A passive connection. Until the application answers, it keeps the MPA
-// Request (consumed from TCP, so the window stays open for nothing else) and
-// reports it once; after iwarp_accept / iwarp_reject it forwards every TCP
-// callback to the engine::Qp that answers. Lives until the stack's OnClosed.
+// A passive connection whose valid MPA Request was reported to the
+// application. Until the application answers, it keeps the Request (consumed
+// from TCP, so the window stays open for nothing else); after iwarp_accept /
+// iwarp_reject it forwards every TCP callback to the engine::Qp that answers.
+// Lives until the stack's OnClosed.
 struct WireEngine::Pending final : tcp::TcpUser {
   WireEngine* eng = nullptr;
   bool used = false;
@@ -196,12 +201,14 @@ struct WireEngine::Pending final : tcp::TcpUser {
   uint32_t request_id = 0;
   uint32_t listener_id = 0;
   uint16_t held_port = 0;  // the connection's local port, held in the AppPortTable (0: none)
-  uint64_t since_us = 0;  // accepted by TCP at (engine clock)
+  uint64_t since_us = 0;  // reported to the application at (engine clock)
   tcp::ConnId conn;
   WireQpContext* target = nullptr;
   size_t len = 0;
-  uint8_t buf[kMaxRequestBytes] = {};
+  uint8_t buf[engine::kMaxRequestBytes] = {};
 
+  // Bytes after the Request (an initiator may send none before our Reply)
+  // are kept behind it; the QP that answers sees them and fails the setup.
   size_t OnData(tcp::ConnId c, uint64_t off, ByteSpan data) override {
     if (target != nullptr) return target->engine->OnData(c, off, data);
     if (detached || dropped) return data.size();
@@ -209,30 +216,6 @@ struct WireEngine::Pending final : tcp::TcpUser {
     const size_t take = std::min(data.size(), sizeof(buf) - len);
     std::memcpy(buf + len, data.data(), take);
     len += take;
-    if (!reported) {
-      mpa::StartupFrame f;
-      mpa::FrameDecodeOptions o;
-      const mpa::FrameResult r =
-          mpa::DecodeStartupFrame(ByteSpan(buf, len), mpa::FrameType::kRequest, &f, o);
-      if (r.status == mpa::FrameStatus::kOk) {
-        reported = true;
-        Bump(eng->counters_->requests);
-        WireEvent ev;
-        ev.type = WireEventType::kConnectRequest;
-        ev.listener_id = listener_id;
-        ev.request_id = request_id;
-        ev.private_data_len =
-            static_cast<uint32_t>(std::min<size_t>(f.private_data.size(), kMaxPrivateData));
-        std::memcpy(ev.private_data, f.private_data.data(), ev.private_data_len);
-        eng->Emit(ev);
-      } else if (r.status != mpa::FrameStatus::kNeedMoreBytes || len == sizeof(buf)) {
-        // Not an MPA Request: nothing an application could answer. The
-        // connection is reset from Poll (not from inside the stack's call).
-        Bump(eng->counters_->requests_refused);
-        dropped = true;
-        eng->pending_dirty_ = true;
-      }
-    }
     return take;
   }
   void OnOutOfOrder(tcp::ConnId c, uint64_t off, ByteSpan d) override {
@@ -267,7 +250,10 @@ struct WireEngine::Pending final : tcp::TcpUser {
   }
 };
 
-tcp::TcpUser* WireEngine::Listener::OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) {
+engine::GateDecision WireEngine::Listener::OnMpaRequest(tcp::ConnId conn,
+                                                      const tcp::FourTuple& tuple,
+                                                      const mpa::StartupFrame& request,
+                                                      ByteSpan frame) {
   for (uint32_t i = 0; i < eng->options_.max_pending; ++i) {
     Pending& p = eng->pending_[i];
     if (p.used) continue;
@@ -278,15 +264,31 @@ tcp::TcpUser* WireEngine::Listener::OnAccept(tcp::ConnId conn, const tcp::FourTu
     p.held_port = eng->options_.app_ports != nullptr ? tuple.local_port : 0;
     p.eng = eng;
     p.used = true;
+    p.reported = true;
     p.conn = conn;
     p.listener_id = id;
     p.since_us = eng->now_us_;
     p.request_id = eng->next_request_id_++;
     if (eng->next_request_id_ == 0) eng->next_request_id_ = 1;
-    return &p;
+    p.len = std::min(frame.size(), sizeof(p.buf));
+    std::memcpy(p.buf, frame.data(), p.len);
+    eng->stack_.SetUser(conn, p);
+    Bump(eng->counters_->requests);
+    WireEvent ev;
+    ev.type = WireEventType::kConnectRequest;
+    ev.listener_id = id;
+    ev.request_id = p.request_id;
+    ev.private_data_len =
+        static_cast<uint32_t>(std::min<size_t>(request.private_data.size(), kMaxPrivateData));
+    std::memcpy(ev.private_data, request.private_data.data(), ev.private_data_len);
+    eng->Emit(ev);
+    return engine::GateDecision{.taken = true};
   }
   Bump(eng->counters_->requests_refused);
-  return nullptr;  // RST, counted by the stack as listen_refused
+  static constexpr std::string_view kWhy = "iwarpd: too many requests waiting for the application";
+  return engine::GateDecision{
+      .taken = false,
+      .private_data = ByteSpan(reinterpret_cast<const uint8_t*>(kWhy.data()), kWhy.size())};
 }
 
 // ---------------------------------------------------------------- observer
@@ -423,6 +425,12 @@ WireEngineStats WireEngine::stats() const {
   s.ring_corruptions = r(c.ring_corruptions);
   s.requests = r(c.requests);
   s.requests_refused = r(c.requests_refused);
+  s.replies_sent = r(c.replies_sent);
+  s.rejects_sent = r(c.rejects_sent);
+  s.gate = gate_totals_;
+  for (uint32_t i = 0; i < options_.max_listeners; ++i) {
+    if (listeners_[i].gate != nullptr) s.gate += listeners_[i].gate->counters();
+  }
   s.connections = r(c.connections);
   s.tcp_port_holds = r(c.tcp_port_holds);
   s.listens_reserved = r(c.listens_reserved);
@@ -680,16 +688,25 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         Ack(c.seq, EADDRINUSE);
         break;
       }
-      const absl::Status st = stack_.Listen(c.port, *free_slot);
+      // Control path: the gate's slots are allocated here, on the worker
+      // (iwarp_listen is connection setup, not the per-packet path).
+      absl::StatusOr<std::unique_ptr<engine::MpaGate>> gate =
+          engine::MpaGate::Create(options_.gate, stack_, *free_slot);
+      if (!gate.ok()) {
+        Ack(c.seq, ENOSPC);
+        break;
+      }
+      const absl::Status st = (*gate)->Listen(c.port);
       if (!st.ok()) {
         Ack(c.seq, absl::IsAlreadyExists(st) ? EADDRINUSE : ENOSPC);
         break;
       }
       if (!HoldPort(c.port)) {
-        (void)stack_.Unlisten(c.port);
+        (*gate)->Close(now_us_);
         Ack(c.seq, ENOSPC);
         break;
       }
+      free_slot->gate = std::move(*gate);
       free_slot->used = true;
       free_slot->id = c.listener_id;
       free_slot->port = c.port;
@@ -701,7 +718,10 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       for (uint32_t i = 0; i < options_.max_listeners; ++i) {
         Listener& l = listeners_[i];
         if (!l.used || l.id != c.listener_id) continue;
-        (void)stack_.Unlisten(l.port);
+        // Connections still waiting for their Request are reset.
+        l.gate->Close(now_us_);
+        gate_totals_ += l.gate->counters();
+        l.gate.reset();
         UnholdPort(l.port);
         l.used = false;
         status = 0;
@@ -767,6 +787,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       }
       p->target = qp;
       qp->pending_slot = static_cast<uint32_t>(p - pending_.get());
+      Bump(qp->accept ? counters_->replies_sent : counters_->rejects_sent);
       qp->engine->Poll(now_us_);  // the engine's clock, before it sends the Reply
       // The engine sees the Request as if it had just arrived (stream offset
       // 0) and answers with the application's decision.
@@ -1037,12 +1058,14 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
   if (pending_dirty_ || now_us_ - pending_scan_us_ >= kPendingScanUs) {
     pending_dirty_ = false;
     pending_scan_us_ = now_us_;
+    for (uint32_t i = 0; i < options_.max_listeners; ++i) {
+      if (listeners_[i].gate != nullptr) listeners_[i].gate->Poll(now_us_);
+    }
     for (uint32_t i = 0; i < options_.max_pending; ++i) {
       Pending& p = pending_[i];
       if (p.used && !p.dropped && !p.detached && p.target == nullptr &&
           now_us_ - p.since_us > options_.pending_timeout_us) {
-        // Unanswered (or never a complete Request): reset; the application's
-        // request id stops working.
+        // Unanswered: reset; the application's request id stops working.
         Bump(counters_->requests_refused);
         if (p.reported) {
           WireEvent ev;

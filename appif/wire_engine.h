@@ -205,10 +205,13 @@ struct WireEngineOptions {
   uint32_t local_ip = 0;          // host order; the stack's address used for active opens
   uint32_t max_qps = 256;         // wire QPs at once on this engine (and stand-in reject QPs)
   uint32_t max_listeners = 64;
-  uint32_t max_pending = 64;      // passive connections waiting for accept/reject
+  uint32_t max_pending = 64;      // valid MPA Requests waiting for accept/reject
   // A remote Request no application answered within this time is reset (a
   // peer cannot hold the pending slots forever).
   uint64_t pending_timeout_us = 10'000'000;
+  // Connections waiting for their MPA Request, per listening port
+  // (iwarp/mpa_gate.h): limits, the Request timeout, the private data limit.
+  engine::MpaGateOptions gate;
   uint32_t stag_capacity = 65536; // STag indices mirrored (SessionServerOptions::stag_table_size)
   uint32_t command_depth = 256;
   uint32_t event_depth = 1024;
@@ -243,7 +246,15 @@ struct WireEngineStats {
   uint64_t bad_rqes = 0;         // malformed RQE (SGE count, SG list)
   uint64_t ring_corruptions = 0; // impossible ring index from an application
   uint64_t requests = 0;         // remote MPA Requests reported
-  uint64_t requests_refused = 0; // no listener slot / pending slot / garbage
+  // Valid Requests refused because max_pending of them already wait for
+  // the application (MPA Reject Reply), or reported ones nobody answered in
+  // pending_timeout_us (RST).
+  uint64_t requests_refused = 0;
+  // Every listening port's gate: connections before their MPA Request
+  // (refusals, timeouts, evictions, Reject Replies sent).
+  engine::MpaGateCounters gate;
+  uint64_t replies_sent = 0;     // TCP: MPA Replies accepting (iwarp_accept)
+  uint64_t rejects_sent = 0;     // TCP: MPA Reject Replies of iwarp_reject
   uint64_t connections = 0;      // reached Full Operation
   uint64_t sctp_associations = 0;         // SCTP associations opened or accepted
   uint64_t sctp_associations_active = 0;  // association records held now
@@ -447,6 +458,7 @@ class WireEngine final : private engine::MemoryDomain {
   // (their timeouts): not on every poll of a busy worker.
   bool pending_dirty_ = false;
   uint64_t pending_scan_us_ = 0;
+  engine::MpaGateCounters gate_totals_;  // gates of closed listeners
   uint64_t linger_scan_us_ = 0;  // lingering_ is looked at as often
 
   struct Counters;

@@ -1374,8 +1374,10 @@ bool Loader::ReadIwarp(const YAML::Node& key, const YAML::Node& value, const std
                                return true;
                              });
            }},
-          {"max_private_data", Uint(&w.max_private_data, {0, 512})},
+          {"max_private_data", Uint(&w.max_private_data, {0, 508})},
           {"request_timeout_ms", Uint(&w.request_timeout_ms, {1, 600000})},
+          {"max_pending_requests", Uint(&w.max_pending_requests, {1, 65536})},
+          {"max_pending_per_source", Uint(&w.max_pending_per_source, {1, 65536})},
           {"reply_timeout_ms", Uint(&w.reply_timeout_ms, {1, 600000})},
           {"rtr_timeout_ms", Uint(&w.rtr_timeout_ms, {1, 600000})},
           {"sq_depth", marked("sq_depth", Uint(&w.sq_depth, {1, kMaxIwarpQueue}))},
@@ -2277,6 +2279,8 @@ std::string FormatConfigYaml(const Config& c) {
                   "\n  ird: ", w.ird, "\n  ord: ", w.ord, "\n  rtr_types: [",
                   absl::StrJoin(rtr, ", "), "]\n  max_private_data: ", w.max_private_data,
                   "\n  request_timeout_ms: ", w.request_timeout_ms,
+                  "\n  max_pending_requests: ", w.max_pending_requests,
+                  "\n  max_pending_per_source: ", w.max_pending_per_source,
                   "\n  reply_timeout_ms: ", w.reply_timeout_ms,
                   "\n  rtr_timeout_ms: ", w.rtr_timeout_ms, "\n  sq_depth: ", w.sq_depth,
                   "\n  rq_depth: ", w.rq_depth, "\n  cq_depth: ", w.cq_depth,

@@ -329,8 +329,13 @@ struct IwarpConfig {
   uint16_t ird = 32;                  // inbound RDMA Reads served at once
   uint16_t ord = 32;                  // outbound RDMA Reads issued at once
   uint8_t rtr_types = kIwarpRtrWrite | kIwarpRtrRead;  // RFC 6581 RTR types offered/accepted
-  uint32_t max_private_data = 256;    // MPA private data accepted from a peer, bytes
+  uint32_t max_private_data = 256;    // MPA private data accepted from a peer, bytes (ULP's, IRD/ORD block not counted)
   uint32_t request_timeout_ms = 5000; // responder: MPA Request after TCP accept
+  // Every iWARP listening port (iwarp_responder services and application
+  // listeners): connections waiting for their MPA Request, in all and from
+  // one remote address (iwarp/mpa_gate.h).
+  uint32_t max_pending_requests = 256;
+  uint32_t max_pending_per_source = 32;
   uint32_t reply_timeout_ms = 10000;  // initiator: MPA Reply after the Request
   uint32_t rtr_timeout_ms = 10000;    // responder: the RTR after the Reply
   uint32_t sq_depth = 128;

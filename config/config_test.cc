@@ -1096,7 +1096,7 @@ TEST(ConfigIwarp, ServicesAndSectionRead) {
   absl::StatusOr<Config> c = LoadConfigString(
       std::string(kMinimal) +
       "iwarp: {qps_per_service: 2, revision: 1, enhanced: false, ird: 4, ord: 8,"
-      " rtr_types: [send, read], max_private_data: 512, request_timeout_ms: 1,"
+      " rtr_types: [send, read], max_private_data: 508, request_timeout_ms: 1,"
       " reply_timeout_ms: 2, rtr_timeout_ms: 3, sq_depth: 64, rq_depth: 32, cq_depth: 96,"
       " scratch_bytes: 0, recv_buffers: 32, recv_buffer_bytes: 16777216}\n"
       "services:\n"
@@ -1111,7 +1111,7 @@ TEST(ConfigIwarp, ServicesAndSectionRead) {
   EXPECT_EQ(w.ird, 4);
   EXPECT_EQ(w.ord, 8);
   EXPECT_EQ(w.rtr_types, kIwarpRtrSend | kIwarpRtrRead);
-  EXPECT_EQ(w.max_private_data, 512u);
+  EXPECT_EQ(w.max_private_data, 508u);
   EXPECT_EQ(w.request_timeout_ms, 1u);
   EXPECT_EQ(w.reply_timeout_ms, 2u);
   EXPECT_EQ(w.rtr_timeout_ms, 3u);

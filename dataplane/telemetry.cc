@@ -524,6 +524,12 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
       {"wire_sctp_associations_refused", w.sctp_associations_refused},
       {"wire_sctp_initiates_refused", w.sctp_initiates_refused}};
   for (const auto& [name, value] : wire_fields) rte_tel_data_add_dict_u64(d, name, value);
+  rte_tel_data_add_dict_u64(d, "wire_replies_sent", w.replies_sent);
+  rte_tel_data_add_dict_u64(d, "wire_rejects_sent", w.rejects_sent);
+  // Application listeners' MPA gates (iwarp/mpa_gate.h), before any Request.
+#define IWARP_WIRE_GATE_FIELD(f) rte_tel_data_add_dict_u64(d, "wire_gate_" #f, w.gate.f);
+  IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_GATE_FIELD)
+#undef IWARP_WIRE_GATE_FIELD
   return 0;
 }
 

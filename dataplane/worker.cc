@@ -416,6 +416,10 @@ absl::Status Worker::InitTcp() {
     wo.max_qps = 256;
     wo.max_listeners = 64;
     wo.max_pending = 64;
+    wo.gate.max_pending = cfg_.iwarp.max_pending_requests;
+    wo.gate.max_pending_per_source = cfg_.iwarp.max_pending_per_source;
+    wo.gate.request_timeout_us = uint64_t{cfg_.iwarp.request_timeout_ms} * 1000;
+    wo.gate.max_private_data = cfg_.iwarp.max_private_data;
     wo.stag_capacity = cfg_.app_interface.stag_table_size;
     wo.event_depth = 2048;
     // RDMA over SCTP for applications: worker 0's endpoint (nullptr unless

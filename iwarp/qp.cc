@@ -143,6 +143,14 @@ struct Qp::Impl final : public mpa::UlpduSink {
   uint32_t cq_head = 0, cq_count = 0;
   std::unique_ptr<ReadResp[]> rresp;
   uint32_t rresp_cap = 0, rresp_head = 0, rresp_count = 0;
+  // Read Responses handed to TCP whose last byte the peer has not
+  // acknowledged: their stream end offsets, oldest first (capacity
+  // rresp_cap). Until acknowledged a Response may still be outstanding at the
+  // requester, so it keeps its IRD slot (RFC 5040 4.8 bounds outstanding
+  // Read Requests; the ACK of every Response the peer has received is
+  // processed before the data of the segment carrying its next Request).
+  std::unique_ptr<uint64_t[]> rresp_sent_end;
+  uint32_t rresp_sent_head = 0, rresp_sent_count = 0;
   std::unique_ptr<OutRead[]> oreads;
   uint32_t oreads_cap = 0, oreads_head = 0, oreads_count = 0;
   std::unique_ptr<uint8_t[]> scratch;
@@ -297,6 +305,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
     }
     rq_count = 0;
     rresp_count = 0;
+    rresp_sent_count = 0;
     oreads_count = 0;
     cur = TxKind::kNone;
     cur_src_n = 0;
@@ -590,6 +599,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
     } else if (cur == TxKind::kReadResponse) {
       rresp_head = (rresp_head + 1) % rresp_cap;
       --rresp_count;
+      if (!tx->CompletesOnTake()) {
+        rresp_sent_end[(rresp_sent_head + rresp_sent_count) % rresp_cap] = tx_off;
+        ++rresp_sent_count;
+      }
     } else if (cur == TxKind::kTerminate) {
       // RFC 5040: after a Terminate the stream is closed (FIN after it; over
       // SCTP the session Terminate, RFC 5043 6.2).
@@ -1104,6 +1117,25 @@ struct Qp::Impl final : public mpa::UlpduSink {
     }
   }
 
+  // After the FPDU decoder stopped on an error: count it and end the stream
+  // with a Terminate. RFC 5044 8: CRC and Marker errors are reported as MPA
+  // (LLP layer) errors. An FPDU longer than we accept (kUlpduTooLong) has no
+  // MPA code and cannot be delimited or checked: DDP Local Catastrophic
+  // (RFC 5041 7.2, Layer 1 / Type 0 / Code 0), the stream being unusable.
+  void CheckDecoder() {
+    switch (decoder->status()) {
+      case mpa::DecodeStatus::kOk: return;
+      case mpa::DecodeStatus::kCrcError: ++qp.stats_.crc_errors; break;
+      case mpa::DecodeStatus::kMarkerMismatch: ++qp.stats_.marker_errors; break;
+      case mpa::DecodeStatus::kUlpduTooLong:
+        ++qp.stats_.ulpdu_too_long;
+        SendTerminate(rdmap::TerminateCode{rdmap::kLayerDdp, rdmap::kEtypeLocalCatastrophic, 0x00},
+                      nullptr, ByteSpan());
+        return;
+    }
+    SendTerminate(LlpCode(mpa::ToMpaError(decoder->status())), nullptr, ByteSpan());
+  }
+
   void CopyPeerPd(ByteSpan pd) {
     qp.peer_pd_len_ = std::min(pd.size(), sizeof(qp.peer_pd_));
     if (qp.peer_pd_len_ > 0) std::memcpy(qp.peer_pd_, pd.data(), qp.peer_pd_len_);
@@ -1141,7 +1173,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
     const size_t before = hs_len;
     hs_len += take;
     mpa::FrameDecodeOptions o;
-    o.max_private_data = qp.options_.mpa.max_private_data;
+    // The limit is the ULP's private data; PD_Length also counts the
+    // RFC 6581 IRD/ORD block (checked after decoding: OnRequest, OnReply).
+    o.max_private_data = std::min<size_t>(mpa::kMaxPrivateDataLength,
+                                          size_t{qp.options_.mpa.max_private_data} + mpa::kIrdOrdSize);
     const mpa::FrameType want = qp.state_ == QpState::kAwaitRequest ? mpa::FrameType::kRequest
                                                                     : mpa::FrameType::kReply;
     const mpa::FrameResult r = mpa::DecodeStartupFrame(ByteSpan(hs_buf, hs_len), want, f, o);
@@ -1153,7 +1188,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
   void OnRequest(const mpa::StartupFrame& req, size_t frame_size) {
     const MpaParams& m = qp.options_.mpa;
     CopyPeerPd(req.private_data);
-    const AcceptDecision d = qp.observer_.OnConnectRequest(qp, req);
+    // RFC 5044 7.1.2 rule 2: private data we do not accept gets a Reject.
+    const bool pd_ok = req.private_data.size() <= m.max_private_data;
+    const AcceptDecision d =
+        pd_ok ? qp.observer_.OnConnectRequest(qp, req) : AcceptDecision{false, {}};
     Negotiated& n = qp.neg_;
     n.revision = req.revision;
     n.crc = req.crc || m.crc;  // RFC 5044 7.1.2: C if either side asks
@@ -1216,6 +1254,10 @@ struct Qp::Impl final : public mpa::UlpduSink {
     CopyPeerPd(rep.private_data);
     if (rep.reject) {
       FailSetup(ConnectError::kRejected, false);
+      return;
+    }
+    if (rep.private_data.size() > m.max_private_data) {
+      FailSetup(ConnectError::kInvalidStartupFrame, true);
       return;
     }
     if (rep.revision != m.revision) {
@@ -1326,6 +1368,7 @@ absl::StatusOr<std::unique_ptr<Qp>> Qp::Make(const QpOptions& options, tcp::TcpS
   impl->cq = std::make_unique<Completion[]>(options.cq_depth);
   impl->rresp_cap = std::max<uint32_t>(m.ird, 1);
   impl->rresp = std::make_unique<Impl::ReadResp[]>(impl->rresp_cap);
+  impl->rresp_sent_end = std::make_unique<uint64_t[]>(impl->rresp_cap);
   impl->oreads_cap = static_cast<uint32_t>(m.ord) + 1;  // + the Read RTR
   impl->oreads = std::make_unique<Impl::OutRead[]>(impl->oreads_cap);
   impl->scratch = std::make_unique<uint8_t[]>(kTxScratchSize);
@@ -1686,12 +1729,8 @@ size_t Qp::OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) {
     m.OnReply(f, frame_size);
     data = data.subspan(frame_end);
     if (data.empty() || !m.decoder.has_value()) return frame_end + data.size();
-    const mpa::FeedResult r = m.decoder->Feed(data, m);
-    (void)r;
-    if (m.decoder->status() != mpa::DecodeStatus::kOk) {
-      if (m.decoder->status() == mpa::DecodeStatus::kCrcError) ++stats_.crc_errors;
-      m.SendTerminate(LlpCode(mpa::ToMpaError(m.decoder->status())), nullptr, ByteSpan());
-    }
+    m.decoder->Feed(data, m);
+    m.CheckDecoder();
     return frame_end + data.size();
   }
   if (!m.decoder.has_value() || QpEnded(state_) || state_ == QpState::kTerminating) {
@@ -1699,12 +1738,7 @@ size_t Qp::OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) {
     return data.size();
   }
   m.decoder->Feed(data, m);
-  if (m.decoder->status() != mpa::DecodeStatus::kOk) {
-    if (m.decoder->status() == mpa::DecodeStatus::kCrcError) ++stats_.crc_errors;
-    if (m.decoder->status() == mpa::DecodeStatus::kMarkerMismatch) ++stats_.marker_errors;
-    // RFC 5044 8: report the MPA error in a Terminate (LLP layer), then close.
-    m.SendTerminate(LlpCode(mpa::ToMpaError(m.decoder->status())), nullptr, ByteSpan());
-  }
+  m.CheckDecoder();
   return data.size();
 }
 
@@ -1773,12 +1807,27 @@ bool Qp::Window(uint32_t qn, ddp::QueueWindow* out) const {
       out->posted = m.rq_count;
       out->depth = options_.rq_depth;
       return true;
-    case rdmap::kQnReadRequest:
-      // RFC 5040 / 6581: inbound Read Requests are bounded by our IRD.
+    case rdmap::kQnReadRequest: {
+      // RFC 5040 4.8 / RFC 6581: inbound Read Requests are bounded by our
+      // IRD. A slot is taken from the Request until the peer acknowledged
+      // the last byte of its Response.
+      // (Acknowledged Responses are dropped here, on the Request's arrival:
+      // the window is not otherwise observable state of the const Qp.)
+      Impl& ring = *impl_;
+      if (ring.rresp_sent_count > 0 && stack_ != nullptr) {
+        const std::optional<uint64_t> acked = stack_->BytesAcked(conn_);
+        while (acked.has_value() && ring.rresp_sent_count > 0 &&
+               ring.rresp_sent_end[ring.rresp_sent_head] <= *acked) {
+          ring.rresp_sent_head = (ring.rresp_sent_head + 1) % ring.rresp_cap;
+          --ring.rresp_sent_count;
+        }
+      }
+      const uint32_t taken = m.rresp_count + m.rresp_sent_count;
       out->first_msn = m.rreq_in_msn;
-      out->posted = neg_.ird > m.rresp_count ? neg_.ird - m.rresp_count : 0;
+      out->posted = neg_.ird > taken ? neg_.ird - taken : 0;
       out->depth = neg_.ird;
       return true;
+    }
     case rdmap::kQnTerminate:
       out->first_msn = m.term_in_msn;
       out->posted = 1;
@@ -1805,11 +1854,19 @@ const ddp::UntaggedBuffer* Qp::Buffer(uint32_t qn, uint32_t index) const {
 
 // ---------------------------------------------------------------- Listener
 
-Listener::Listener(tcp::TcpStack& stack, uint32_t max_pending)
-    : stack_(stack), pool_(new Qp*[max_pending == 0 ? 1 : max_pending]),
-      cap_(max_pending == 0 ? 1 : max_pending) {}
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Create(tcp::TcpStack& stack,
+                                                          uint32_t pool_capacity,
+                                                          const MpaGateOptions& gate) {
+  std::unique_ptr<Listener> l(new Listener(stack, pool_capacity));
+  absl::StatusOr<std::unique_ptr<MpaGate>> g = MpaGate::Create(gate, stack, *l);
+  if (!g.ok()) return g.status();
+  l->gate_ = std::move(*g);
+  return l;
+}
 
-absl::Status Listener::Listen(uint16_t port) { return stack_.Listen(port, *this); }
+Listener::Listener(tcp::TcpStack& stack, uint32_t pool_capacity)
+    : stack_(stack), pool_(new Qp*[pool_capacity == 0 ? 1 : pool_capacity]),
+      cap_(pool_capacity == 0 ? 1 : pool_capacity) {}
 
 bool Listener::AddQp(Qp* qp) {
   if (count_ == cap_ || qp == nullptr) return false;
@@ -1818,15 +1875,22 @@ bool Listener::AddQp(Qp* qp) {
   return true;
 }
 
-tcp::TcpUser* Listener::OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) {
-  (void)tuple;
+GateDecision Listener::OnMpaRequest(tcp::ConnId conn, const tcp::FourTuple&,
+                                    const mpa::StartupFrame&, ByteSpan frame) {
   while (count_ > 0) {
     Qp* qp = pool_[head_];
     head_ = (head_ + 1) % cap_;
     --count_;
-    if (qp->AttachPassive(conn)) return qp;
+    if (!qp->AttachPassive(conn)) continue;
+    stack_.SetUser(conn, *qp);
+    // The QP sees the Request as if it had just arrived and answers it.
+    qp->OnData(conn, 0, frame);
+    return GateDecision{.taken = true};
   }
-  return nullptr;  // refused: RST, counted by the stack as listen_refused
+  static constexpr std::string_view kWhy = "iwarpd: no QP free on this listener";
+  return GateDecision{.taken = false,
+                      .private_data = ByteSpan(reinterpret_cast<const uint8_t*>(kWhy.data()),
+                                               kWhy.size())};
 }
 
 }  // namespace iwarp::engine

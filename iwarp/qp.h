@@ -27,7 +27,17 @@
 //    use STag 1, TO 0, length 0.
 //  - Private data: 256 bytes accepted by default (max_private_data).
 //  - Inbound Read Requests beyond our IRD find no Read Request "buffer" on
-//    QN 1 and are answered with DDP untagged "no buffer" (RFC 5041 7.2).
+//    QN 1 and are answered with DDP untagged "no buffer" (RFC 5041 7.2). A
+//    Request holds its IRD slot until the peer acknowledged the last byte of
+//    its Response (over TCP; over an LLP until the LLP took it), so a peer
+//    that keeps more than our IRD outstanding is caught even when we answer
+//    faster than it asks.
+//  - An FPDU whose ULPDU_Length exceeds what we accept is answered with a
+//    DDP Local Catastrophic Terminate (1/0/0): RFC 5044 has no code for it
+//    and its CRC was never checked (not a CRC error).
+//  - Private data limits (MpaParams::max_private_data) count the ULP's
+//    bytes, not the RFC 6581 IRD/ORD block; a Request over the limit gets a
+//    Reject Reply.
 //  - The iwpmd port mapper (UDP 3935) is not the engine's business: it only
 //    ever sees TCP; the data plane decides whether to answer mapper queries.
 //  - Transmit copies each FPDU once (CRC computed during the copy) into the
@@ -75,6 +85,7 @@
 #include "ddp/rdmap.h"
 #include "ddp/segmenter.h"
 #include "ddp/stag_table.h"
+#include "iwarp/mpa_gate.h"
 #include "tcp_lite/mpa_decoder.h"
 #include "tcp_lite/mpa_error.h"
 #include "tcp_lite/mpa_fpdu.h"
@@ -430,6 +441,8 @@ class QpObserver {
   X(terminates_received)     \
   X(crc_errors)              \
   X(marker_errors)           \
+  /* FPDUs whose ULPDU_Length exceeds what we accept (DDP Terminate 1/0/0) */ \
+  X(ulpdu_too_long)          \
   X(cq_overflow)             \
   X(local_errors)            \
   X(read_responses_sent)     \
@@ -560,21 +573,32 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   std::unique_ptr<Impl> impl_;
 };
 
-// Passive side: a TcpUser listening on a port that hands each accepted
-// connection to the next idle Qp of a fixed pool the owner supplies.
-class Listener final : public tcp::TcpUser {
+// Passive side: listens on a port through an MpaGate and binds the next idle
+// Qp of a fixed pool the owner supplies to each connection whose MPA Request
+// arrived valid (mpa_gate.h: until then a connection holds no QP). With the
+// pool empty the Request is refused with an MPA Reject Reply whose private
+// data is `no_qp_reason`.
+class Listener final : private MpaGateOwner {
  public:
-  Listener(tcp::TcpStack& stack, uint32_t max_pending);
-  absl::Status Listen(uint16_t port);
+  // `gate.max_pending` bounds the connections waiting for their Request.
+  static absl::StatusOr<std::unique_ptr<Listener>> Create(tcp::TcpStack& stack,
+                                                          uint32_t pool_capacity,
+                                                          const MpaGateOptions& gate);
+  absl::Status Listen(uint16_t port) { return gate_->Listen(port); }
   // Adds an idle Qp to the pool (FIFO). False when the pool is full.
   bool AddQp(Qp* qp);
   size_t pool_size() const { return count_; }
-
-  tcp::TcpUser* OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) override;
-  size_t OnData(tcp::ConnId, uint64_t, ByteSpan) override { return 0; }
+  // Timeouts of waiting connections (every loop iteration).
+  void Poll(uint64_t now_us) { gate_->Poll(now_us); }
+  const MpaGate& gate() const { return *gate_; }
 
  private:
+  Listener(tcp::TcpStack& stack, uint32_t pool_capacity);
+  GateDecision OnMpaRequest(tcp::ConnId conn, const tcp::FourTuple& tuple,
+                            const mpa::StartupFrame& request, ByteSpan frame) override;
+
   tcp::TcpStack& stack_;
+  std::unique_ptr<MpaGate> gate_;
   std::unique_ptr<Qp*[]> pool_;
   uint32_t cap_;
   uint32_t head_ = 0;

@@ -372,5 +372,78 @@ TEST_F(QpMalicious, CorruptedPayloadWithGoodTcpChecksumIsCaughtByCrc) {
   EXPECT_EQ(p.a.cqes[0].term, (rdmap::TerminateCode{2, 0, 0x02}));
 }
 
+// An FPDU whose ULPDU_Length exceeds what we accept (here 0xFFFF > 64768,
+// RFC 5044 4.1's limit) cannot be delimited or checked: DDP Local
+// Catastrophic (1/0/0), counted as ulpdu_too_long, not as a CRC error.
+TEST_F(QpMalicious, UlpduLengthBeyondTheLimit) {
+  Pair& p = *p_;
+  std::vector<uint8_t> raw(64, 0);
+  raw[0] = 0xFF;
+  raw[1] = 0xFF;
+  ASSERT_EQ(p.a.stack->SendRecord(p.a.qp->conn(), ByteSpan(raw), p.link.now),
+            tcp::SendStatus::kOk);
+  ExpectTerminate(1, 0, 0x00);
+  EXPECT_EQ(p.b.qp->stats().ulpdu_too_long, 1u);
+  EXPECT_EQ(p.b.qp->stats().crc_errors, 0u);
+}
+
+// RFC 5040 4.8: a Read Request keeps its IRD slot until the requester has
+// its Response. A responder that hands Responses to TCP faster than the peer
+// asks still catches a peer exceeding IRD: the slot is free only once the
+// peer acknowledged the Response's last byte. The initiator here speaks Rev 1
+// without RFC 6581 (so it does not learn the responder's IRD 2) and issues a
+// third Read while the first two Responses are in TCP but not acknowledged.
+TEST(QpIrd, ReadBeyondIrdWhileResponsesAreUnacknowledged) {
+  QpOptions oa;
+  oa.mpa.revision = 1;
+  oa.mpa.enhanced = false;
+  oa.mpa.ord = 8;
+  QpOptions ob = oa;
+  ob.mpa.ird = 2;
+  Pair p(oa, ob);
+  // Rev 1: the responder reaches Full Operation with the first FPDU (a Read).
+  ASSERT_TRUE(p.Connect().ok());
+  ASSERT_TRUE(p.RunUntil([&] { return p.a.obs.established; }, 1'000'000));
+  constexpr uint32_t kLen = 64 * 1024;
+  const uint32_t src = p.b.mem.Register(kLen, ddp::kAccessRemoteRead, 0x100000);
+  const uint32_t sink = p.a.mem.Register(3 * kLen, ddp::kAccessRemoteWrite | ddp::kAccessLocalWrite,
+                                         0x400000);
+  auto read = [&](uint64_t id) {
+    return p.a.qp->PostSend(SendWr{id, WrOpcode::kRdmaRead,
+                                   LocalSge{sink, 0x400000 + (id - 1) * kLen, kLen}, src,
+                                   0x100000});
+  };
+  ASSERT_EQ(read(1), PostStatus::kOk);
+  ASSERT_EQ(read(2), PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return p.b.qp->stats().read_responses_sent == 2; }, 1'000'000));
+  ASSERT_EQ(read(3), PostStatus::kOk);
+  ASSERT_TRUE(p.RunUntil([&] { return !p.b.obs.term_sent.empty(); }, 2'000'000));
+  // RFC 5041 7.2: untagged buffer error, "Invalid MSN - no buffer available".
+  EXPECT_EQ(p.b.obs.term_sent[0], (rdmap::TerminateCode{1, 2, 0x02}));
+  EXPECT_EQ(p.b.qp->stats().read_responses_sent, 2u);
+}
+
+// Within IRD, Reads issued one after another as each completes never trip
+// the check (the acknowledgement frees the slot before the next Request).
+TEST(QpIrd, SequentialReadsWithinIrdAreServed) {
+  QpOptions o;
+  o.mpa.ird = 1;
+  o.mpa.ord = 1;
+  Pair p(o, o);
+  ASSERT_TRUE(p.Establish());
+  constexpr uint32_t kLen = 16 * 1024;
+  const uint32_t src = p.b.mem.Register(kLen, ddp::kAccessRemoteRead, 0x100000);
+  const uint32_t sink = p.a.mem.Register(kLen, ddp::kAccessRemoteWrite | ddp::kAccessLocalWrite,
+                                         0x400000);
+  for (uint64_t i = 1; i <= 20; ++i) {
+    ASSERT_EQ(p.a.qp->PostSend(SendWr{i, WrOpcode::kRdmaRead, LocalSge{sink, 0x400000, kLen}, src,
+                                      0x100000}),
+              PostStatus::kOk);
+    ASSERT_TRUE(p.RunUntil([&] { return p.a.cqes.size() == i; }, 1'000'000)) << i;
+    EXPECT_EQ(p.a.cqes.back().status, WcStatus::kSuccess);
+  }
+  EXPECT_TRUE(p.b.obs.term_sent.empty());
+}
+
 }  // namespace
 }  // namespace iwarp::engine

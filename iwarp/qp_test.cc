@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "common/sha256.h"
@@ -208,15 +209,28 @@ TEST(QpSetup, InitiatorTimesOutWithoutReply) {
   EXPECT_EQ(p.a.obs.failed, ConnectError::kTimeout);
 }
 
+// A connection that never sends its Request is reset by the listener's gate
+// after request_timeout (RFC 5044 7.1.2 rules 8 and 10) without ever taking
+// the QP, which stays in the pool for the next initiator.
 TEST(QpSetup, ResponderTimesOutWithoutRequest) {
   Pair p(Opts(), Opts());
-  SilentUser silent;
+  struct ClosedUser final : tcp::TcpUser {
+    size_t OnData(tcp::ConnId, uint64_t, ByteSpan d) override { return d.size(); }
+    void OnClosed(tcp::ConnId, tcp::CloseReason r) override { reason = r; }
+    std::optional<tcp::CloseReason> reason;
+  } silent;
   ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, silent,
                                  0, p.link.now)
                   .ok());
-  ASSERT_FALSE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 4'000'000));
-  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 2'000'000));
-  EXPECT_EQ(p.b.obs.failed, ConnectError::kTimeout);
+  ASSERT_FALSE(p.RunUntil([&] { return silent.reason.has_value(); }, 4'000'000));
+  ASSERT_TRUE(p.RunUntil([&] { return silent.reason.has_value(); }, 2'000'000));
+  EXPECT_EQ(*silent.reason, tcp::CloseReason::kResetByPeer);
+  EXPECT_EQ(p.listener->gate().counters().request_timeouts, 1u);
+  EXPECT_EQ(p.b.qp->state(), QpState::kIdle);  // never bound
+  EXPECT_EQ(p.b.obs.failed, ConnectError::kNone);
+  EXPECT_EQ(p.listener->pool_size(), 1u);
+  // The QP still serves a real initiator.
+  EXPECT_TRUE(p.Establish());
 }
 
 // A raw initiator: on connect it writes `bytes` (an MPA Request, maybe with
@@ -275,9 +289,11 @@ TEST(QpSetup, BytesAfterTheRequestAreAProtocolError) {
   ASSERT_TRUE(p.a.stack->Connect(tcp::testing::kIpA, tcp::testing::kIpB, testing::kPort, raw, 0,
                                  p.link.now)
                   .ok());
-  ASSERT_TRUE(p.RunUntil([&] { return p.b.obs.failed != ConnectError::kNone; }, 1'000'000));
-  EXPECT_EQ(p.b.obs.failed, ConnectError::kInvalidStartupFrame);
+  ASSERT_TRUE(p.RunUntil([&] { return p.listener->gate().counters().bad_requests > 0; },
+                         1'000'000));
+  EXPECT_EQ(p.listener->gate().counters().bad_requests, 1u);
   EXPECT_EQ(p.b.obs.requests, 0);
+  EXPECT_EQ(p.b.qp->state(), QpState::kIdle);  // the gate refused it: no QP taken
   EXPECT_TRUE(raw.received.empty());  // no Reply
 }
 

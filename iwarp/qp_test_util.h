@@ -174,7 +174,7 @@ class Pair {
     link.Attach(a.stack.get(), b.stack.get());
     a.qp = *Qp::Create(oa, *a.stack, a.mem, a.obs);
     b.qp = *Qp::Create(ob, *b.stack, b.mem, b.obs);
-    listener = std::make_unique<Listener>(*b.stack, 4);
+    listener = *Listener::Create(*b.stack, 4, MpaGateOptions{});
     (void)listener->Listen(kPort);
     listener->AddQp(b.qp.get());
   }
@@ -187,6 +187,7 @@ class Pair {
   bool RunUntil(const std::function<bool()>& done, uint64_t max_us) {
     bool hit = false;
     link.idle_hook = [&] {
+      listener->Poll(link.now);
       a.qp->Poll(link.now);
       b.qp->Poll(link.now);
       a.Drain();
@@ -225,7 +226,7 @@ class RingPair {
     b = *tcp::TcpStack::Create(t, ip_b, link.to_a, isn, now_us);
     qa = *Qp::Create(o, *a, ma, oa);
     qb = *Qp::Create(o, *b, mb, ob);
-    listener = std::make_unique<Listener>(*b, 1);
+    listener = *Listener::Create(*b, 1, MpaGateOptions{});
     (void)listener->Listen(kPort);
     listener->AddQp(qb.get());
   }
@@ -234,6 +235,7 @@ class RingPair {
     link.Deliver(0, *a, now_us);
     a->RunTimers(now_us);
     b->RunTimers(now_us);
+    listener->Poll(now_us);
     qa->Poll(now_us);
     qb->Poll(now_us);
   }

@@ -33,7 +33,7 @@ MpaError ToMpaError(DecodeStatus s) {
     case DecodeStatus::kOk: return MpaError::kNone;
     case DecodeStatus::kCrcError: return MpaError::kCrcError;
     case DecodeStatus::kMarkerMismatch: return MpaError::kMarkerLengthMismatch;
-    case DecodeStatus::kUlpduTooLong: return MpaError::kCrcError;
+    case DecodeStatus::kUlpduTooLong: return MpaError::kNone;
   }
   return MpaError::kCrcError;
 }

@@ -55,10 +55,10 @@ enum class DecodeStatus : uint8_t {
 
 std::string_view DecodeStatusName(DecodeStatus s);
 
-// The MPA error code to report. kUlpduTooLong has no code of its own in RFC
-// 5044 section 8; it is reported as a CRC error: the FPDU fails validation
-// (4.4 "invalid FPDU") and a length beyond any ULPDU we announced is what a
-// corrupted length field looks like, which the CRC exists to catch.
+// The MPA error code to report (RFC 5044 8). kUlpduTooLong has none (kNone):
+// RFC 5044 names no error for an FPDU longer than the receiver accepts, and
+// it is not a CRC error, since the CRC was never checked. The engine answers
+// it with a DDP Terminate of its own (iwarp/qp.h).
 MpaError ToMpaError(DecodeStatus s);
 
 struct FeedResult {

@@ -2377,6 +2377,13 @@ void TcpStack::Abort(ConnId id, uint64_t now_us) {
   m.CloseConn(*c, CloseReason::kAborted);
 }
 
+bool TcpStack::SetUser(ConnId id, TcpUser& user) {
+  Impl::Conn* c = impl_->Get(id);
+  if (c == nullptr || c->user == nullptr) return false;
+  c->user = &user;
+  return true;
+}
+
 uint32_t TcpStack::Emss(ConnId id) const {
   const Impl::Conn* c = impl_->Get(id);
   return c == nullptr ? 0 : c->emss;

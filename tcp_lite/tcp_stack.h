@@ -489,6 +489,13 @@ class TcpStack {
   void Shutdown(ConnId conn, uint64_t now_us);
   // Abortive close: RST now, buffers dropped, OnClosed(kAborted).
   void Abort(ConnId conn, uint64_t now_us);
+  // Hands a connection to another user: every later callback for `conn`
+  // goes to `user` (a passive connection's first user, chosen at OnAccept,
+  // may pass it on once it knows who serves it, e.g. after the MPA Request).
+  // May be called from a callback of the current user; the call that is
+  // running finishes as it was. False for an invalid handle or a connection
+  // the user was already told is closed.
+  bool SetUser(ConnId conn, TcpUser& user);
 
   // Effective send MSS: payload bytes per full segment, after the peer's MSS,
   // our MTU and the per-segment option bytes (RFC 9293 3.7.1, RFC 6691).

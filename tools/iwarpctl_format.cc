@@ -124,6 +124,18 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
       absl::StrAppend(&out, "  zero-copy FPDUs ", app.Text("wire_zero_copy_fpdus"));
     }
     absl::StrAppend(&out, "\n");
+    if (app.Find("wire_gate_passive_opens") != nullptr) {
+      absl::StrAppend(&out, "  wire setup     accepted by TCP ", app.Text("wire_gate_passive_opens"),
+                      "  replies ", app.Text("wire_replies_sent"), "  rejects ",
+                      app.Text("wire_rejects_sent"), " (application) + ",
+                      app.Text("wire_gate_rejects_sent"), " (no slot ",
+                      app.Text("wire_gate_refused_no_qp"), ", private data ",
+                      app.Text("wire_gate_refused_private_data"), ")  refused per source ",
+                      app.Text("wire_gate_refused_per_source"), "  request timeouts ",
+                      app.Text("wire_gate_request_timeouts"), "  bad requests ",
+                      app.Text("wire_gate_bad_requests"), "  evicted ",
+                      app.Text("wire_gate_evicted"), "\n");
+    }
     if (app.Find("wire_tcp_port_holds") != nullptr) {
       // Receive steering of application ports to worker 0 (appif/app_ports.h).
       absl::StrAppend(&out, "  wire TCP ports holds ", app.Text("wire_tcp_port_holds"),
@@ -241,6 +253,17 @@ absl::StatusOr<std::string> FormatServices(const JsonValue& services) {
                       ", crc errors ", s->Text("crc_errors"), ", terminates sent ",
                       s->Text("terminates_sent"), " received ", s->Text("terminates_received"),
                       ", completion errors ", s->Text("completion_errors"), "\n");
+      // Connection setup refusals (iwarp/mpa_gate.h); daemons before these
+      // counters leave them out.
+      if (s->Find("refused_no_qp") != nullptr) {
+        absl::StrAppend(&out, "  setup: replies sent ", s->Text("replies_sent"), ", rejects sent ",
+                        s->Text("rejects_sent"), " (no QP free ", s->Text("refused_no_qp"),
+                        ", private data ", s->Text("refused_private_data"),
+                        "), refused per source ", s->Text("refused_per_source"),
+                        ", request timeouts ", s->Text("request_timeouts"), ", bad requests ",
+                        s->Text("bad_requests"), ", evicted while waiting ",
+                        s->Text("pending_evicted"), "\n");
+      }
     }
     if (s->Find("run") != nullptr) {
       absl::StrAppend(&out, "  run ", s->Text("run"), ": ", s->Text("run_messages"),

@@ -214,7 +214,6 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
         options_(IwarpQpOptions(iw, cfg)),
         memory_(2 * iw.qps_per_service + 1),
         observer_(this),
-        listener_(*stack, iw.qps_per_service),
         buffers_(2 * iw.recv_buffers),
         slots_(iw.qps_per_service) {
     for (Slot& s : slots_) s.free.resize(buffers_);
@@ -260,12 +259,25 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
       assocs_.reserve(slots_.size());
       return absl::OkStatus();
     }
-    return listener_.Listen(cfg_.port);
+    engine::MpaGateOptions g;
+    g.max_pending = iw_.max_pending_requests;
+    g.max_pending_per_source = iw_.max_pending_per_source;
+    g.request_timeout_us = uint64_t{iw_.request_timeout_ms} * 1000;
+    g.max_private_data = iw_.max_private_data;
+    absl::StatusOr<std::unique_ptr<engine::Listener>> l =
+        engine::Listener::Create(*stack_, iw_.qps_per_service, g);
+    if (!l.ok()) return l.status();
+    listener_ = std::move(*l);
+    for (Slot& s : slots_) {
+      if (s.qp != nullptr && s.qp->state() == QpState::kIdle) listener_->AddQp(s.qp.get());
+    }
+    return listener_->Listen(cfg_.port);
   }
 
   void Poll(uint64_t now_ms) override {
     TcpService::Poll(now_ms);
     const uint64_t now_us = clock_->now_us;
+    if (listener_ != nullptr) listener_->Poll(now_us);
     for (Slot& s : slots_) {
       if (s.qp == nullptr) {
         if (sctp_ != nullptr && (s.assoc == nullptr || s.assoc->down())) continue;
@@ -286,6 +298,17 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
       if (s.qp != nullptr) AddQpStats(out, s.qp->stats());
     }
     for (const auto& a : assocs_) out->initiates_refused += a->streams().initiates_refused();
+    if (listener_ != nullptr) {
+      const engine::MpaGateCounters& g = listener_->gate().counters();
+      out->connect_requests += g.requests;
+      out->refused_no_qp += g.refused_no_qp;
+      out->refused_private_data += g.refused_private_data;
+      out->refused_per_source += g.refused_per_source;
+      out->pending_evicted += g.evicted;
+      out->request_timeouts += g.request_timeouts;
+      out->bad_requests += g.bad_requests;
+      out->rejects_sent += g.rejects_sent;
+    }
   }
 
   size_t ListQps(std::span<IwarpQpInfo> out) const override {
@@ -301,7 +324,9 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
 
   // Observer entry points.
   engine::AcceptDecision OnRequest(Qp& qp) {
-    ++finished_.connect_requests;
+    // Over TCP the gate counts every valid Request (AddLiveQpStats).
+    if (sctp_ != nullptr) ++finished_.connect_requests;
+    ++finished_.replies_sent;
     ++counters_.accepted;
     Slot* s = Find(qp);
     if (s == nullptr) return engine::AcceptDecision{false, {}};
@@ -376,7 +401,7 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
       s.tuple = SctpTuple(local_ip_, cfg_.port, s.assoc->assoc().remote_ip(), 0);
       return absl::OkStatus();  // passive on its stream (RFC 5043 6.2)
     }
-    if (!listener_.AddQp(s.qp.get())) {
+    if (listener_ != nullptr && !listener_->AddQp(s.qp.get())) {
       return absl::ResourceExhaustedError("iwarp responder: listener pool full");
     }
     return absl::OkStatus();
@@ -537,7 +562,7 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
   const engine::QpOptions options_;
   DaemonMemory memory_;
   ResponderObserver observer_;
-  engine::Listener listener_;
+  std::unique_ptr<engine::Listener> listener_;  // transport: tcp (made by Start)
   const uint32_t buffers_;  // receive buffers per QP: posted + spare
   // sctp: accepted associations; declared before slots_ so that their
   // streams outlive the QPs on them.

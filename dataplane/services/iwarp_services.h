@@ -120,9 +120,17 @@ bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out);
 // X(field) counters of an iWARP service (summed over its QPs; finished QPs
 // included).
 #define IWARP_SERVICE_COUNTERS(X)                                              \
-  X(connect_requests)    /* MPA Requests received (responder) */               \
+  X(connect_requests)    /* valid MPA Requests (SCTP: Initiates) received (responder) */ \
+  X(replies_sent)        /* responder: Requests accepted (MPA Reply, SCTP Accept) */ \
+  X(refused_no_qp)       /* responder: valid Request, no QP free (Reject Reply) */ \
+  X(refused_private_data) /* responder: private data over the limit (Reject Reply) */ \
+  X(refused_per_source)  /* responder: the source's waiting connections at the limit (RST) */ \
+  X(pending_evicted)     /* responder: waited longest for its Request, reset for a newer one */ \
+  X(request_timeouts)    /* responder: no complete MPA Request in time (RST) */ \
+  X(bad_requests)        /* responder: not a valid MPA Request (RST) */        \
+  X(rejects_sent)        /* responder: MPA Replies with the Reject bit */      \
   X(established)         /* QPs that reached Full Operation */                 \
-  X(setup_failed)        /* MPA setup failed: timeout, reject, bad frame */    \
+  X(setup_failed)        /* a bound QP's setup failed (RTR timeout, reject, bad frame) */ \
   X(qps_recycled)        /* finished responder QPs replaced by a fresh one */  \
   X(qp_recycle_failed)   /* replacement could not be created */                \
   X(sends_echoed)        /* responder: Sends answered with their bytes */      \

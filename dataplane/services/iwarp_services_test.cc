@@ -287,10 +287,15 @@ TEST_F(IwarpServicesTest, ConcurrentClientsBeyondThePoolAreRefused) {
   ASSERT_TRUE(RunClients(20'000'000));
   EXPECT_TRUE(c1->run_result().ok);
   EXPECT_TRUE(c2->run_result().ok);
-  // The third found no idle QP: the listener refused the connection.
+  // The third found no idle QP: its valid MPA Request got a Reject Reply
+  // (not an RST) naming the reason, and the refusal is counted.
   EXPECT_FALSE(c3->run_result().ok);
-  EXPECT_EQ(c3->run_result().connect_error, engine::ConnectError::kTcpFailed);
-  EXPECT_EQ(a_->stats().listen_refused, 1u);
+  EXPECT_EQ(c3->run_result().connect_error, engine::ConnectError::kRejected);
+  EXPECT_EQ(a_->stats().listen_refused, 0u);
+  EXPECT_EQ(r->iwarp_counters().connect_requests, 3u);
+  EXPECT_EQ(r->iwarp_counters().replies_sent, 2u);
+  EXPECT_EQ(r->iwarp_counters().refused_no_qp, 1u);
+  EXPECT_EQ(r->iwarp_counters().rejects_sent, 1u);
   EXPECT_EQ(r->iwarp_counters().established, 2u);
   // Both pool QPs were replaced once their connections ended.
   EXPECT_EQ(r->iwarp_counters().qps_recycled, 2u);

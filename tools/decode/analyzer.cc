@@ -128,6 +128,11 @@ void Analyzer::Violation(uint64_t frame, const std::string& who, const std::stri
   out_ << absl::StrFormat("%6u  %-45s VIOLATION: %s\n", frame, who, what);
 }
 
+void Analyzer::Warning(uint64_t frame, const std::string& who, const std::string& what) {
+  ++summary_.warnings;
+  out_ << absl::StrFormat("%6u  %-45s WARNING: %s\n", frame, who, what);
+}
+
 // The state of the conversation `pkt` belongs to, created on first sight:
 // side 0 is whoever sent the first packet seen.
 template <typename Conn>
@@ -299,7 +304,9 @@ void Analyzer::OnStream(TcpConn& c, int dir, uint64_t frame, Seq32 seq, ByteSpan
           c.dec[d] = std::make_unique<mpa::FpduDecoder>(cfg, c.full_seq[d], mpa::kMaxUlpduLength);
           c.ddp[d].calls = from_initiator;
           c.ddp[d].peer = &c.ddp[1 - d];
-          if (from_initiator && c.req.ird_ord && c.rep.ird_ord && c.rep.ird_ord->peer_to_peer) {
+          // A Reject Reply selects no RTR type (nothing follows it).
+          if (from_initiator && !c.rep.reject && c.req.ird_ord && c.rep.ird_ord &&
+              c.rep.ird_ord->peer_to_peer) {
             const mpa::IrdOrd& a = *c.rep.ird_ord;
             c.ddp[d].expect_rtr = a.write_rtr ? 'W' : a.read_rtr ? 'R' : a.send_rtr ? 'S' : 0;
             if (c.ddp[d].expect_rtr == 0) {
@@ -391,20 +398,33 @@ void Analyzer::OnUlpdu(Direction& d, const std::string& who, uint64_t frame, Byt
   if (!d.seen_segment) {
     d.seen_segment = true;
     if (d.expect_rtr != 0) {
+      // RFC 6581: the RTR is a zero-length message of the negotiated type.
+      // Its STags are not validated (RFC 5041 7.1: a zero-length tagged
+      // segment places nothing), so STag 0 is legal; deployed stacks send a
+      // non-zero one (cxgb4 refuses tagged frames with STag 0): a warning.
       bool ok = payload.empty() && h.last;
-      if (d.expect_rtr == 'W') ok = ok && op == Opcode::kRdmaWrite && h.stag != 0;
+      bool stag_zero = false;
+      if (d.expect_rtr == 'W') {
+        ok = ok && op == Opcode::kRdmaWrite;
+        stag_zero = h.stag == 0;
+      }
       if (d.expect_rtr == 'S') ok = ok && op == Opcode::kSend;
       if (d.expect_rtr == 'R') {
         rdmap::ReadRequest rr;
-        ok = op == Opcode::kReadRequest && rdmap::ParseReadRequest(payload, &rr) == rdmap::BodyStatus::kOk &&
-             rr.read_size == 0 && rr.source_stag != 0 && rr.sink_stag != 0;
+        ok = op == Opcode::kReadRequest &&
+             rdmap::ParseReadRequest(payload, &rr) == rdmap::BodyStatus::kOk && rr.read_size == 0;
+        stag_zero = ok && (rr.source_stag == 0 || rr.sink_stag == 0);
       }
+      const char* what = d.expect_rtr == 'W'   ? "zero-length RDMA Write"
+                         : d.expect_rtr == 'R' ? "zero-length RDMA Read"
+                                               : "zero-length Send";
       if (!ok) {
-        Violation(frame, who,
-                  absl::StrFormat("first FPDU is not the negotiated %s RTR (RFC 6581, non-zero STag)",
-                                  d.expect_rtr == 'W' ? "zero-length RDMA Write"
-                                  : d.expect_rtr == 'R' ? "zero-length RDMA Read"
-                                                        : "zero-length Send"));
+        Violation(frame, who, absl::StrFormat("first FPDU is not the negotiated %s RTR (RFC 6581)", what));
+      } else if (stag_zero) {
+        Warning(frame, who,
+                absl::StrFormat("%s RTR with STag 0: legal (RFC 5041 7.1), but some peers "
+                                "(cxgb4) refuse tagged frames with STag 0",
+                                what));
       }
     }
   }
@@ -782,9 +802,10 @@ void Analyzer::Finish() {
   out_ << absl::StrFormat(
       "summary: packets=%u tcp_connections=%u mpa_connections=%u sctp_associations=%u fpdus=%u "
       "markers=%u ddp_segments=%u rdmap_messages=%u rpcrdma_messages=%u session_control=%u "
-      "violations=%u\n",
+      "violations=%u warnings=%u\n",
       s.packets, s.tcp_connections, s.mpa_connections, s.sctp_associations, s.fpdus, s.markers,
-      s.ddp_segments, s.rdmap_messages, s.rpcrdma_messages, s.session_control, s.violations);
+      s.ddp_segments, s.rdmap_messages, s.rpcrdma_messages, s.session_control, s.violations,
+      s.warnings);
 }
 
 }  // namespace iwarp::decode

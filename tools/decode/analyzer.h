@@ -45,6 +45,8 @@ struct Summary {
   uint64_t rpcrdma_messages = 0;
   uint64_t session_control = 0;
   uint64_t violations = 0;
+  // Legal but worth knowing (a peer may refuse it); not in the exit status.
+  uint64_t warnings = 0;
 };
 
 class Analyzer {
@@ -84,6 +86,7 @@ class Analyzer {
   void OnMessage(Direction& d, const std::string& who, uint64_t frame);
   void OnRpc(Direction& d, const std::string& who, uint64_t frame, ByteSpan msg);
   void Violation(uint64_t frame, const std::string& who, const std::string& what);
+  void Warning(uint64_t frame, const std::string& who, const std::string& what);
   void Line(uint64_t frame, const std::string& who, const std::string& what);
 
   std::ostream& out_;

@@ -143,6 +143,23 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{Fault::kSctpNoIndication, true, false, true, "RFC 5043 11.1"},
         FaultCase{Fault::kSctpNoInitiate, true, false, true, "before the stream session was initiated"}));
 
+// A zero-length RDMA Write RTR with STag 0 is legal (RFC 5041 7.1 does not
+// validate zero-length tagged segments): a warning, no violation, exit 0.
+TEST_F(DecodeTest, RtrWithStagZeroIsAWarning) {
+  SynthOptions o;
+  o.rtr_stag = 0;
+  const std::string path = Path("rtr0.pcap");
+  ASSERT_TRUE(WriteTcpSession(path, o).ok());
+  const Run r = Decode(path);
+  SCOPED_TRACE(r.text);
+  EXPECT_EQ(r.summary.violations, 0u);
+  EXPECT_EQ(r.summary.warnings, 1u);
+  EXPECT_NE(r.text.find("WARNING: zero-length RDMA Write RTR with STag 0"), std::string::npos);
+  o.rtr_stag = 1;
+  ASSERT_TRUE(WriteTcpSession(path, o).ok());
+  EXPECT_EQ(Decode(path).summary.warnings, 0u);
+}
+
 TEST_F(DecodeTest, TruncatedAndDamagedCapturesNeverCrash) {
   const std::string path = Path("tcp.pcap");
   ASSERT_TRUE(WriteTcpSession(path, SynthOptions{}).ok());

@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "                    transport header (auto, default), always, or never\n"
     "  -h, --help        this text\n"
     "\n"
-    "exit status: 0 no violation, 1 violations found, 2 usage or file error\n";
+    "exit status: 0 no violation (warnings, legal but refused by some peers, do not count),\n"
+    "1 violations found, 2 usage or file error\n";
 
 }  // namespace
 

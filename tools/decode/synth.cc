@@ -77,8 +77,8 @@ std::vector<Message> Traffic(const SynthOptions& o, bool with_rtr) {
     t.push_back(Message{from, m, std::move(payload)});
   };
   if (with_rtr && o.fault != Fault::kNoRtr) {
-    // RFC 6581 Write RTR: zero-length RDMA Write with a non-zero STag.
-    add(kC, rdmap::RdmaWriteMessage(1, 0, 0), {});
+    // RFC 6581 Write RTR: zero-length RDMA Write (non-zero STag by default).
+    add(kC, rdmap::RdmaWriteMessage(o.rtr_stag, 0, 0), {});
   }
   add(kC, rdmap::SendMessage(rdmap::Opcode::kSend, Seq32(1), 0, 0),
       RpcOverRdma(true, o.fault == Fault::kBadRpcVersion ? 2 : rpcrdma::kVersion1));

@@ -40,6 +40,10 @@ struct SynthOptions {
   uint32_t write_size = 5000;  // bytes of the RDMA Write
   uint32_t read_size = 3000;   // bytes of the RDMA Read
   Fault fault = Fault::kNone;
+  // STag of the zero-length RDMA Write RTR. RFC 5041 7.1 does not validate
+  // it; deployed stacks send non-zero (siw 1), and 0 is what iwarp-decode
+  // warns about.
+  uint32_t rtr_stag = 1;
 };
 
 // What a clean session holds, for tests to compare against the decoder.
