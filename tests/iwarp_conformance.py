@@ -556,9 +556,9 @@ def case_reject_bad_key(env, c):
     extra, how = p.read_to_eof()
     c.note("bad key: %d bytes back, connection %s" % (len(extra), how))
     c.check(extra == b"", "no Reply to a bad key (RFC 5044 7.1.2 rule 5: close)")
-    c.check(how in ("fin", "rst"), "connection closed (%s)" % how)
+    c.check(how == "rst", "connection reset (%s): no QP was bound (mpa_gate.h)" % how)
     c.expect_add("tcp.rsts_out")
-    c.expect_add("rdma.setup_failed")
+    c.expect_add("rdma.bad_requests")
 
 
 def case_reject_reply_key(env, c):
@@ -569,9 +569,9 @@ def case_reject_reply_key(env, c):
                                private_data=default_ird_ord().encode()).encode())
     extra, how = p.read_to_eof()
     c.note("Reply key sent as a Request: %d bytes back, connection %s" % (len(extra), how))
-    c.check(extra == b"" and how in ("fin", "rst"), "no Reply, connection closed (%s)" % how)
+    c.check(extra == b"" and how == "rst", "no Reply, connection reset (%s)" % how)
     c.expect_add("tcp.rsts_out")
-    c.expect_add("rdma.setup_failed")
+    c.expect_add("rdma.bad_requests")
 
 
 def case_timeouts(env, c):
@@ -603,23 +603,79 @@ def case_reject_bad_rev(env, c):
         extra, how = p.read_to_eof()
         c.note("Rev %d: %d bytes back, connection %s" % (rev, len(extra), how))
         c.check(extra == b"", "Rev %d: no Reply (RFC 5044 7.1.1 Rev: close)" % rev)
-        c.check(how in ("fin", "rst"), "Rev %d: connection closed (%s)" % (rev, how))
+        c.check(how == "rst", "Rev %d: connection reset (%s)" % (rev, how))
         c.expect_add("tcp.rsts_out")
-        c.expect_add("rdma.setup_failed")
+        c.expect_add("rdma.bad_requests")
 
 
 def case_reject_pd_too_long(env, c):
-    # 513 > the RFC maximum; 300 > the configured max_private_data (256).
-    for n in (513, 300):
-        p = env.peer()
-        pd = default_ird_ord().encode() + bytes(n - 4)
-        p.send_raw(iw.StartupFrame(s=True, rev=2, private_data=pd).encode())
-        extra, how = p.read_to_eof()
-        c.note("PD_Length %d: %d bytes back, connection %s" % (n, len(extra), how))
-        c.check(extra == b"", "PD_Length %d: no Reply (RFC 5044 7.1.1 / 7.1.2 rule 9)" % n)
-        c.check(how in ("fin", "rst"), "PD_Length %d: connection closed (%s)" % (n, how))
-        c.expect_add("tcp.rsts_out")
-        c.expect_add("rdma.setup_failed")
+    """PD_Length 513 is above the RFC maximum: an improperly formatted
+    Request, reset (RFC 5044 7.1.1 / 7.1.2 rules 2 and 9). 300 = the IRD/ORD
+    block + 296 bytes of our own, over max_private_data (256, which counts the
+    ULP's bytes only): a valid Request whose private data is not acceptable,
+    answered with a Reply with R=1 naming the reason, then FIN (rule 2). 260 =
+    the block + 256 bytes: accepted."""
+    p = env.peer()
+    pd = default_ird_ord().encode() + bytes(509)
+    p.send_raw(iw.StartupFrame(s=True, rev=2, private_data=pd).encode())
+    extra, how = p.read_to_eof()
+    c.note("PD_Length 513: %d bytes back, connection %s" % (len(extra), how))
+    c.check(extra == b"" and how == "rst", "PD_Length 513: no Reply, reset (%s)" % how)
+    c.expect_add("tcp.rsts_out")
+    c.expect_add("rdma.bad_requests")
+
+    p = env.peer()
+    req = iw.StartupFrame.request(rev=2, ird_ord=default_ird_ord(), ulp_data=bytes(296))
+    rep = p.connect(req)
+    c.note("PD_Length 300: Reply %r, private data %r" % (rep, rep.ulp_data))
+    c.check(rep.key == iw.KEY_REP and rep.r, "PD_Length 300: a Reply with R=1 (RFC 5044 7.1.2 rule 2)")
+    c.check(rep.rev == 2 and rep.c, "the Reject keeps the Request's revision and C")
+    c.check(rep.ird_ord is not None, "the Reject carries the IRD/ORD block (S=1 Request)")
+    c.check(rep.ulp_data == b"iwarpd: private data over the limit",
+            "the Reject names the reason: %r" % rep.ulp_data)
+    extra, how = p.read_to_eof()
+    c.check(extra == b"" and how == "fin", "then FIN, nothing else (%s)" % how)
+    p.close()
+    c.expect_add("rdma.refused_private_data")
+    c.expect_add("rdma.rejects_sent")
+
+    q, rep = handshake(env, c, ulp=bytes(256))
+    c.check(not rep.r, "PD_Length 260 (block + 256 bytes of our own): accepted")
+    q.close()
+    c.expect_add("rdma.setup_failed")  # closed before its RTR
+    c.expect_add("rdma.closed_abnormal")
+
+
+def case_reject_no_qp(env, c):
+    """qps_per_service 2: with both QPs bound, a third valid Request gets a
+    Reply with R=1 naming the reason, then FIN (RFC 5044 7.1.2 rule 2), not an
+    RST; once a QP is free again the next Request is accepted."""
+    held = [establish(env, c)[0] for _ in range(2)]
+    p = env.peer()
+    rep = p.connect(iw.StartupFrame.request(rev=2, ird_ord=default_ird_ord()))
+    c.note("third Request with both QPs bound: Reply %r, private data %r" % (rep, rep.ulp_data))
+    c.check(rep.r and rep.ulp_data == b"iwarpd: no QP free on this listener",
+            "Reject Reply naming the reason (%r)" % rep.ulp_data)
+    extra, how = p.read_to_eof()
+    c.check(extra == b"" and how == "fin", "then FIN (%s)" % how)
+    p.close()
+    for h in held:
+        h.close()
+    c.expect_add("rdma.refused_no_qp")
+    c.expect_add("rdma.rejects_sent")
+    c.expect_add("rdma.replies_sent", 2)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        q = env.peer()
+        rep = q.connect(iw.StartupFrame.request(rev=2, ird_ord=default_ird_ord()))
+        q.close()
+        if not rep.r:
+            break
+        c.expect_add("rdma.refused_no_qp")
+        c.expect_add("rdma.rejects_sent")
+        time.sleep(0.2)
+    c.check(not rep.r, "accepted again once the QPs were recycled")
+    c.expect_add("rdma.replies_sent")
 
 
 def case_reject_extra_bytes(env, c):
@@ -635,9 +691,9 @@ def case_reject_extra_bytes(env, c):
     p.send_raw(raw[28:] + b"\0")
     extra, how = p.read_to_eof()
     c.note("Request followed by an extra byte: %d bytes back, connection %s" % (len(extra), how))
-    c.check(how in ("fin", "rst"), "bytes after the Request before the Reply: closed (%s)" % how)
+    c.check(how == "rst", "bytes after the Request before the Reply: reset (%s)" % how)
     c.expect_add("tcp.rsts_out")
-    c.expect_add("rdma.setup_failed")
+    c.expect_add("rdma.bad_requests")
 
 
 def case_reject_no_rtr(env, c):
@@ -767,6 +823,43 @@ def case_reads_beyond_ird(env, c):
             c.require(bytes(cur) == want, "Read Response %d carries the region" % (done + 1))
             done += 1
             cur = bytearray()
+    p.close()
+
+
+def case_small_reads_beyond_ird(env, c):
+    """IRD + 1 Read Requests of 64 bytes in one TCP write. Every Response is
+    handed to TCP at once, but a Request keeps its IRD slot until we
+    acknowledged its Response (RFC 5040 4.8: outstanding until the requester
+    has it), so the last Request is one beyond IRD: IRD Responses, then the
+    TERMINATE DDP untagged 'no buffer' (1, 2, 0x02) echoing its header."""
+    p, rep = establish(env, c, ird_ord=iw.IrdOrd(8, 8, a=True, c=True))
+    ird = rep.ird_ord.ird
+    sc = p.scratch
+    raw = b""
+    for _ in range(ird + 1):
+        raw += p.tx.frame(iw.DdpHeader(False, iw.OP_READ_REQ, qn=1, msn=p.next_msn(1)).encode() +
+                          iw.ReadRequest(SINK_STAG, 0, 64, sc.stag, sc.to).encode())
+    p.send_raw(raw)
+    done = 0
+    while True:
+        try:
+            m = p.recv_message()
+        except (EOFError, TimeoutError) as e:
+            c.check(False, "a TERMINATE after %d Responses (got %s)" % (done, e))
+            break
+        if m.hdr.opcode == iw.OP_TERMINATE:
+            t = iw.Terminate.decode(m.payload)
+            msn = struct.unpack("!I", t.ddp_header[10:14])[0] if t.d else None
+            c.note("IRD %d, %d small Reads at once: %d Responses, then %r (MSN %s)" %
+                   (ird, ird + 1, done, t, msn))
+            c.check(done == ird, "exactly IRD (%d) Responses before it (%d)" % (ird, done))
+            c.check(t.triple() == (1, 2, 0x02), "TERMINATE DDP untagged no buffer (1,2,0x02)")
+            c.check(msn == ird + 1, "it echoes the Read Request beyond IRD (MSN %s)" % msn)
+            expect_close(c, p)
+            c.expect_add("rdma.closed_abnormal")
+            break
+        c.require(m.hdr.opcode == iw.OP_READ_RESP, "a Read Response: %r" % m)
+        done += 1 if m.hdr.last else 0
     p.close()
 
 
@@ -1118,6 +1211,7 @@ CASES = [
     ("reject_bad_rev", case_reject_bad_rev),
     ("reject_pd_too_long", case_reject_pd_too_long),
     ("reject_extra_bytes", case_reject_extra_bytes),
+    ("reject_no_qp", case_reject_no_qp),
     ("reject_no_rtr", case_reject_no_rtr),
     ("wrong_rtr", case_wrong_rtr),
     ("ird_ord", case_ird_ord),
@@ -1137,6 +1231,7 @@ CASES = [
     ("bad_opcode", case_bad_opcode),
     ("read_bad_source", case_read_bad_source),
     ("reads_beyond_ird", case_reads_beyond_ird),
+    ("small_reads_beyond_ird", case_small_reads_beyond_ird),
     ("recv_exhaustion", case_recv_exhaustion),
     ("bad_crc", case_bad_crc),
     ("marker_reserved", case_marker_reserved),
