@@ -167,6 +167,7 @@ TEST(RpcInteropTest, TirpcClientDecodesOurErrors) {
   EXPECT_EQ(clnt_call(cl, 1, Proc(xdr_void), nullptr, Proc(XdrU32), reinterpret_cast<char*>(&out), kTimeout),
             RPC_CANTDECODEARGS);
   EXPECT_EQ(clnt_call(cl, 2, Proc(xdr_void), nullptr, Proc(xdr_void), nullptr, kTimeout), RPC_SYSTEMERROR);
+  auth_destroy(cl->cl_auth);  // clnt_destroy leaves the AUTH to its creator
   clnt_destroy(cl);
   ours.Stop();
   const RpcServerCounters& c = ours.dispatcher.counters();
