@@ -168,6 +168,11 @@ void MpaGate::Reject(Slot& s, const mpa::StartupFrame& request, ByteSpan private
   NoteDeadline(s.deadline_us);
 }
 
+void MpaGate::OnPeerFin(tcp::ConnId conn) {
+  Slot* s = Find(conn);
+  if (s != nullptr && s->state == SlotState::kAwaiting) Reset(*s);
+}
+
 void MpaGate::OnClosed(tcp::ConnId conn, tcp::CloseReason) {
   if (Slot* s = Find(conn)) Free(*s);
 }

@@ -132,6 +132,9 @@ class MpaGate final : public tcp::TcpUser {
   // TcpUser.
   tcp::TcpUser* OnAccept(tcp::ConnId conn, const tcp::FourTuple& tuple) override;
   size_t OnData(tcp::ConnId conn, uint64_t stream_offset, ByteSpan data) override;
+  // A peer that closes before its Request is done with us: its slot is
+  // freed at once (RST: nothing of ours is in flight).
+  void OnPeerFin(tcp::ConnId conn) override;
   void OnClosed(tcp::ConnId conn, tcp::CloseReason reason) override;
 
  private:

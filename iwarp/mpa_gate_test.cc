@@ -293,6 +293,21 @@ TEST_F(GateTest, BadRequestsAreReset) {
   EXPECT_EQ(Bound(), 0u);
 }
 
+// A peer that closes before sending its Request frees its slot at once.
+TEST_F(GateTest, PeerCloseFreesTheSlot) {
+  Build(MpaGateOptions{}, 1);
+  RawPeer* p = Open(kSrc1, {});
+  Run(10'000);
+  EXPECT_EQ(listener_->gate().pending(), 1u);
+  tcp::TcpConnInfo info;
+  ASSERT_GT(a_->ListConnections(std::span<tcp::TcpConnInfo>(&info, 1)), 0u);
+  a_->Shutdown(info.id, link_.now);
+  Run(10'000);
+  EXPECT_EQ(listener_->gate().pending(), 0u);
+  EXPECT_TRUE(p->closed.has_value());
+  EXPECT_EQ(counters().request_timeouts, 0u);
+}
+
 TEST(GateOptions, Validated) {
   tcp::testing::Link link{20, {}};
   MutatingPort port(link, 0);

@@ -782,11 +782,10 @@ def case_peer_terminate(env, c):
 
 def case_reads_beyond_ird(env, c):
     """3 x IRD Read Requests of the whole region in one TCP write. The engine
-    counts a Read as outstanding until its Response is queued for TCP, so
-    with a 256 KiB send buffer and 64 KiB Reads some are held; one beyond
-    IRD held must find no Read Request 'buffer' on QN 1: DDP untagged 'no
-    buffer' (1, 2, 0x02), the engine's reading of RFC 5040 (qp.h). Every
-    Response before the TERMINATE must be whole and correct."""
+    counts a Read as outstanding until we acknowledged its whole Response, so
+    the first Request beyond IRD finds no Read Request 'buffer' on QN 1: DDP
+    untagged 'no buffer' (1, 2, 0x02), the engine's reading of RFC 5040
+    (qp.h). Every Response before the TERMINATE must be whole and correct."""
     p, rep = establish(env, c, ird_ord=iw.IrdOrd(8, 8, a=True, c=True))
     ird = rep.ird_ord.ird
     sc = p.scratch
