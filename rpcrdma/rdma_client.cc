@@ -194,13 +194,15 @@ int RdmaClient::Encode(Entry& e) {
   WriteChunkSpec wlist[rpc::kMaxDdpResults];
   e.offer = OfferedChunks();
   uint64_t sink_need = 0;
+  bool unregistered_sink = false;
   for (size_t i = 0; i < e.options.ddp_sink_count; ++i) {
     if (e.options.ddp_sinks[i].stag == 0) {
+      unregistered_sink = true;
       e.sink_off[i] = sink_need;
       sink_need += XdrRoundUp(e.options.ddp_sinks[i].bytes.size());
     }
   }
-  if (sink_need > 0 && (e.sink_bounce = big_.Get()) == nullptr) return 0;
+  if (unregistered_sink && (e.sink_bounce = big_.Get()) == nullptr) return 0;
   for (size_t i = 0; i < e.options.ddp_sink_count; ++i) {
     const rpc::ReplySink& s = e.options.ddp_sinks[i];
     const uint32_t len = static_cast<uint32_t>(s.bytes.size());
