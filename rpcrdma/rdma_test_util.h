@@ -254,6 +254,57 @@ inline void Collect(const rpc::ReplyView& v, EchoResult* r) {
   }
 }
 
+enum class Mode { kDefault, kWriteList, kReadList, kReplyChunk, kNomsg, kUnregistered };
+
+inline std::string ModeName(Mode m) {
+  switch (m) {
+    case Mode::kDefault: return "Default";
+    case Mode::kWriteList: return "WriteList";
+    case Mode::kReadList: return "ReadList";
+    case Mode::kReplyChunk: return "ReplyChunk";
+    case Mode::kNomsg: return "Nomsg";
+    case Mode::kUnregistered: return "Unregistered";
+  }
+  return "?";
+}
+
+// One echo call of `n` bytes in `mode`, every byte compared.
+inline void EchoCall(ClientApp& app, Mode mode, size_t n, uint32_t xid) {
+  SCOPED_TRACE(ModeName(mode) + " size " + std::to_string(n));
+  const std::vector<uint8_t> arg = Pattern(n, xid);
+  // Argument at the start of the region, sink at 4 MiB.
+  uint8_t* src = app.mem;
+  uint8_t* sink = app.mem + (4 << 20);
+  std::memcpy(src, arg.data(), n);
+  std::memset(sink, 0xEE, n + 8);
+  uint8_t head[8];
+  StoreHead(head, xid, static_cast<uint32_t>(n));
+  rpc::Message call;
+  ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(head, 8), false, 0}));
+  const bool registered = mode != Mode::kUnregistered;
+  ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(src, n), mode != Mode::kNomsg,
+                                  registered ? app.mr.stag : 0}));
+  rpc::CallOptions co;
+  if (mode == Mode::kWriteList || mode == Mode::kReadList || mode == Mode::kUnregistered ||
+      mode == Mode::kNomsg) {
+    co.ddp_sinks[0] = rpc::ReplySink{MutableByteSpan(sink, n), registered ? app.mr.stag : 0};
+    co.ddp_sink_count = 1;
+  }
+  co.max_reply_bytes = static_cast<uint32_t>(n + 64);
+  EchoResult r;
+  ASSERT_EQ(app.client->Call(call, co, [&](const rpc::ReplyView& v) { Collect(v, &r); }), 0);
+  ASSERT_TRUE(app.PollUntil([&] { return r.done; }));
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(r.xid, xid);
+  ASSERT_EQ(r.arg.size(), n);
+  EXPECT_EQ(std::memcmp(r.arg.data(), arg.data(), n), 0);
+  if (co.ddp_sink_count == 1 && registered && n > 0) {
+    // Placed straight into the caller's sink by RDMA Write, nothing past it.
+    EXPECT_EQ(std::memcmp(sink, arg.data(), n), 0);
+    EXPECT_EQ(sink[n], 0xEE);
+  }
+}
+
 }  // namespace iwarp::rpcrdma::testing
 
 #endif  // IWARPD_RPCRDMA_RDMA_TEST_UTIL_H_

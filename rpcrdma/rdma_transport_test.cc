@@ -33,22 +33,10 @@ using testing::EchoResult;
 using testing::Pattern;
 using testing::ServerThread;
 using testing::StoreHead;
+using testing::Mode;
+using testing::ModeName;
 
 constexpr uint16_t kPort = 20049;
-
-enum class Mode { kDefault, kWriteList, kReadList, kReplyChunk, kNomsg, kUnregistered };
-
-std::string ModeName(Mode m) {
-  switch (m) {
-    case Mode::kDefault: return "Default";
-    case Mode::kWriteList: return "WriteList";
-    case Mode::kReadList: return "ReadList";
-    case Mode::kReplyChunk: return "ReplyChunk";
-    case Mode::kNomsg: return "Nomsg";
-    case Mode::kUnregistered: return "Unregistered";
-  }
-  return "?";
-}
 
 class RdmaTransportTest : public ::testing::Test {
  protected:
@@ -75,42 +63,7 @@ class RdmaTransportTest : public ::testing::Test {
     app_ = std::make_unique<ClientApp>(a_->host.socket_path(), 8 << 20);
     ASSERT_EQ(app_->Connect(o), 0);
   }
-  // One echo call of `n` bytes in `mode`, every byte compared.
-  void Echo(Mode mode, size_t n, uint32_t xid) {
-    SCOPED_TRACE(ModeName(mode) + " size " + std::to_string(n));
-    const std::vector<uint8_t> arg = Pattern(n, xid);
-    // Argument at the start of the region, sink at 4 MiB.
-    uint8_t* src = app_->mem;
-    uint8_t* sink = app_->mem + (4 << 20);
-    std::memcpy(src, arg.data(), n);
-    std::memset(sink, 0xEE, n + 8);
-    uint8_t head[8];
-    StoreHead(head, xid, static_cast<uint32_t>(n));
-    rpc::Message call;
-    ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(head, 8), false, 0}));
-    const bool registered = mode != Mode::kUnregistered;
-    ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(src, n), mode != Mode::kNomsg,
-                                    registered ? app_->mr.stag : 0}));
-    rpc::CallOptions co;
-    if (mode == Mode::kWriteList || mode == Mode::kReadList || mode == Mode::kUnregistered ||
-        mode == Mode::kNomsg) {
-      co.ddp_sinks[0] = rpc::ReplySink{MutableByteSpan(sink, n), registered ? app_->mr.stag : 0};
-      co.ddp_sink_count = 1;
-    }
-    co.max_reply_bytes = static_cast<uint32_t>(n + 64);
-    EchoResult r;
-    ASSERT_EQ(app_->client->Call(call, co, [&](const rpc::ReplyView& v) { Collect(v, &r); }), 0);
-    ASSERT_TRUE(app_->PollUntil([&] { return r.done; }));
-    ASSERT_EQ(r.status, 0);
-    EXPECT_EQ(r.xid, xid);
-    ASSERT_EQ(r.arg.size(), n);
-    EXPECT_EQ(std::memcmp(r.arg.data(), arg.data(), n), 0);
-    if (co.ddp_sink_count == 1 && registered && n > 0) {
-      // Placed straight into the caller's sink by RDMA Write, nothing past it.
-      EXPECT_EQ(std::memcmp(sink, arg.data(), n), 0);
-      EXPECT_EQ(sink[n], 0xEE);
-    }
-  }
+  void Echo(Mode mode, size_t n, uint32_t xid) { testing::EchoCall(*app_, mode, n, xid); }
 
   ThreadedTestLink link_;
   std::unique_ptr<TestDaemon> a_, b_;
