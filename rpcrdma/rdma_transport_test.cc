@@ -248,6 +248,24 @@ TEST_F(RawPeerTest, VersionTwoGetsErrVersAndMsgpGetsErrChunk) {
   EXPECT_EQ(s.calls, 1u);
 }
 
+// A peer without RFC 8797 private data gets RFC 8166's 1024-byte inline
+// threshold: a 900-byte echo comes back inline, a 2000-byte one (which
+// would fit the 4096 bytes a Linux peer announces) does not fit and, with
+// no Reply chunk offered, is answered with ERR_CHUNK.
+TEST_F(RawPeerTest, WithoutPrivateDataTheInlineThresholdIs1024) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(ConnectRaw());
+  std::vector<uint32_t> call = {0xB, 1, 8, 0, 0, 0, 0, 0xB, 900};
+  call.resize(call.size() + 225, 0x01020304);
+  const std::vector<uint8_t> reply = Exchange(call);
+  ASSERT_EQ(reply.size(), 28u + 8 + 900);
+  EXPECT_EQ(LoadBe32(reply.data() + 12), 0u);  // RDMA_MSG
+  call = {0xC, 1, 8, 0, 0, 0, 0, 0xC, 2000};
+  call.resize(call.size() + 500, 0x01020304);
+  EXPECT_EQ(Exchange(call), Bytes({0xC, 1, 32, 4, 2}));
+  EXPECT_EQ(server_->counters().error(RdmaError::kReplyTooLong), 1u);
+}
+
 TEST_F(RawPeerTest, MoreCallsThanCreditsEndTheConnectionWithANamedReason) {
   RdmaServerOptions so;
   so.credits = 2;
