@@ -100,7 +100,6 @@ class RdmaServer::Conn final : public rpc::ServerConnection {
   std::deque<uint32_t> tx_wait_;    // slots whose work requests wait for room
   std::deque<uint32_t> sink_wait_;  // slots waiting for a sink buffer
   bool dead_ = false;
-  bool delivering_ = false;
 };
 
 int RdmaServer::Conn::Open(const iwarp_event& req) {
