@@ -108,7 +108,7 @@ int RdmaClient::StartConnect() {
 int RdmaClient::Connect() {
   if (int rc = StartConnect(); rc != 0) return rc;
   const int64_t deadline = NowMs() + opt_.connect_timeout_ms;
-  while (state_ == State::kConnecting && NowMs() < deadline) DrainEvents() || Poll(5);
+  while (state_ != State::kUp && state_ != State::kFailed && NowMs() < deadline) Poll(5);
   if (state_ == State::kUp) return 0;
   return state_ == State::kFailed ? -ECONNREFUSED : -ETIMEDOUT;
 }

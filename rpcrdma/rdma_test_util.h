@@ -297,7 +297,9 @@ inline void EchoCall(ClientApp& app, Mode mode, size_t n, uint32_t xid) {
   ASSERT_EQ(r.status, 0);
   EXPECT_EQ(r.xid, xid);
   ASSERT_EQ(r.arg.size(), n);
-  if (n > 0) EXPECT_EQ(std::memcmp(r.arg.data(), arg.data(), n), 0);
+  if (n > 0) {
+    EXPECT_EQ(std::memcmp(r.arg.data(), arg.data(), n), 0);
+  }
   if (co.ddp_sink_count == 1 && registered && n > 0) {
     // Placed straight into the caller's sink by RDMA Write, nothing past it.
     EXPECT_EQ(std::memcmp(sink, arg.data(), n), 0);
