@@ -141,6 +141,9 @@ struct ReplyView {
   // which the reply's decoder takes where the stream omits their bodies.
   ByteSpan ddp_results[kMaxDdpResults];
   size_t ddp_result_count = 0;
+  // With status -EPROTO from an RPC-over-RDMA RDMA_ERROR reply: its rdma_err
+  // (RFC 8166 4.1.2: 1 = ERR_VERS, 2 = ERR_CHUNK); 0 otherwise.
+  uint32_t transport_error = 0;
 };
 
 class ClientTransport {
