@@ -696,7 +696,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         Ack(c.seq, ENOSPC);
         break;
       }
-      const absl::Status st = (*gate)->Listen(c.port);
+      const absl::Status st = (*gate)->Listen(c.port, now_us_);
       if (!st.ok()) {
         Ack(c.seq, absl::IsAlreadyExists(st) ? EADDRINUSE : ENOSPC);
         break;

@@ -28,7 +28,8 @@ MpaGate::MpaGate(const MpaGateOptions& options, tcp::TcpStack& stack, MpaGateOwn
 
 MpaGate::~MpaGate() = default;
 
-absl::Status MpaGate::Listen(uint16_t port) {
+absl::Status MpaGate::Listen(uint16_t port, uint64_t now_us) {
+  now_us_ = now_us;
   absl::Status st = stack_.Listen(port, *this);
   if (st.ok()) port_ = port;
   return st;

@@ -117,7 +117,9 @@ class MpaGate final : public tcp::TcpUser {
                                                          MpaGateOwner& owner);
   ~MpaGate() override;
 
-  absl::Status Listen(uint16_t port);
+  // `now_us`: the owner's clock (the one Poll gets), so that the first
+  // connections' deadlines are right before the first Poll.
+  absl::Status Listen(uint16_t port, uint64_t now_us);
   // Stops listening and resets every waiting connection (while the stack
   // lives; the destructor leaves the stack alone, which may be gone).
   void Close(uint64_t now_us);

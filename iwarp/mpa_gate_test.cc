@@ -87,7 +87,7 @@ class GateTest : public ::testing::Test {
     QpOptions o;
     for (uint32_t i = 0; i < qps; ++i) qps_.push_back(*Qp::Create(o, *b_, mem_, obs_));
     listener_ = *Listener::Create(*b_, qps, g);
-    ASSERT_TRUE(listener_->Listen(kPort).ok());
+    ASSERT_TRUE(listener_->Listen(kPort, link_.now).ok());
     for (auto& q : qps_) ASSERT_TRUE(listener_->AddQp(q.get()));
   }
   ~GateTest() override {
@@ -305,6 +305,17 @@ TEST_F(GateTest, PeerCloseFreesTheSlot) {
   Run(10'000);
   EXPECT_EQ(listener_->gate().pending(), 0u);
   EXPECT_TRUE(p->closed.has_value());
+  EXPECT_EQ(counters().request_timeouts, 0u);
+}
+
+// The gate takes the owner's clock at Listen: a connection accepted before
+// its first Poll, on a clock far from zero, is not taken for timed out.
+TEST_F(GateTest, ClockAtListenNotZero) {
+  link_.now = 100'000'000;
+  Build(MpaGateOptions{}, 1);
+  RawPeer* p = Open(kSrc1, Request(2, 0));
+  Run(50'000, [&] { return !p->received.empty(); });
+  EXPECT_FALSE(ReplyOf(*p).reject);
   EXPECT_EQ(counters().request_timeouts, 0u);
 }
 

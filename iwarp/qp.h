@@ -584,7 +584,7 @@ class Listener final : private MpaGateOwner {
   static absl::StatusOr<std::unique_ptr<Listener>> Create(tcp::TcpStack& stack,
                                                           uint32_t pool_capacity,
                                                           const MpaGateOptions& gate);
-  absl::Status Listen(uint16_t port) { return gate_->Listen(port); }
+  absl::Status Listen(uint16_t port, uint64_t now_us) { return gate_->Listen(port, now_us); }
   // Adds an idle Qp to the pool (FIFO). False when the pool is full.
   bool AddQp(Qp* qp);
   size_t pool_size() const { return count_; }

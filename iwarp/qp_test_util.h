@@ -175,7 +175,7 @@ class Pair {
     a.qp = *Qp::Create(oa, *a.stack, a.mem, a.obs);
     b.qp = *Qp::Create(ob, *b.stack, b.mem, b.obs);
     listener = *Listener::Create(*b.stack, 4, MpaGateOptions{});
-    (void)listener->Listen(kPort);
+    (void)listener->Listen(kPort, link.now);
     listener->AddQp(b.qp.get());
   }
 
@@ -227,7 +227,7 @@ class RingPair {
     qa = *Qp::Create(o, *a, ma, oa);
     qb = *Qp::Create(o, *b, mb, ob);
     listener = *Listener::Create(*b, 1, MpaGateOptions{});
-    (void)listener->Listen(kPort);
+    (void)listener->Listen(kPort, now_us);
     listener->AddQp(qb.get());
   }
   void Step(uint64_t now_us) {

@@ -271,7 +271,7 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
     for (Slot& s : slots_) {
       if (s.qp != nullptr && s.qp->state() == QpState::kIdle) listener_->AddQp(s.qp.get());
     }
-    return listener_->Listen(cfg_.port);
+    return listener_->Listen(cfg_.port, clock_->now_us);
   }
 
   void Poll(uint64_t now_ms) override {
