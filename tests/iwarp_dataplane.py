@@ -571,15 +571,18 @@ except ConnectionResetError:
         deadline = time.time() + 5
         while True:
             s = d.ctl_json("services")["/iwarpd/services"]["svc_0"]
-            if s["setup_failed"] >= 2 or time.time() > deadline:
+            if (s["setup_failed"] >= 1 and s["bad_requests"] >= 1) or time.time() > deadline:
                 break
             time.sleep(0.1)
-        # The valid Request never sent an RTR / FPDU and closed: that setup
-        # fails too (TCP gone before Full Operation).
-        check(s["connect_requests"] == 1 and s["setup_failed"] == 2 and s["established"] == 0,
+        # The bad key never reached a QP (the MPA gate reset it: bad_requests);
+        # the valid Request never sent an RTR / FPDU and closed: its setup
+        # failed (TCP gone before Full Operation).
+        check(s["connect_requests"] == 1 and s["bad_requests"] == 1 and s["setup_failed"] == 1
+              and s["replies_sent"] == 1 and s["established"] == 0,
               "responder counters: connect_requests %d (the bad key is no request), "
-              "setup_failed %d, established %d" %
-              (s["connect_requests"], s["setup_failed"], s["established"]))
+              "bad_requests %d, replies_sent %d, setup_failed %d, established %d" %
+              (s["connect_requests"], s["bad_requests"], s["replies_sent"], s["setup_failed"],
+               s["established"]))
     finally:
         d.cleanup()
 
