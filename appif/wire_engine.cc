@@ -112,6 +112,18 @@ struct WireEngine::Counters {
   WIRE_COUNTER(dereg_aborts)
   WIRE_COUNTER(zero_copy_fpdus)
 #undef WIRE_COUNTER
+  // Published by the worker (PublishListenerStats), read by stats().
+  static constexpr size_t kGateFields = 0
+#define IWARP_WIRE_COUNT_FIELD(f) +1
+      IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_COUNT_FIELD);
+#undef IWARP_WIRE_COUNT_FIELD
+  struct ListenerSnap {
+    std::atomic<uint32_t> id{0};
+    std::atomic<uint32_t> port{0};  // 0: no listener in this slot
+    std::atomic<uint64_t> fields[kGateFields + 2];  // gate counters, replies, rejects
+  };
+  std::atomic<uint64_t> gate_total[kGateFields];
+  std::unique_ptr<ListenerSnap[]> listeners;
 };
 
 namespace {
@@ -182,6 +194,8 @@ struct WireEngine::Listener final : engine::MpaGateOwner {
   uint16_t port = 0;
   bool used = false;
   std::unique_ptr<engine::MpaGate> gate;  // made at listen (control command)
+  uint64_t replies_sent = 0;  // iwarp_accept / iwarp_reject answers to its requests
+  uint64_t rejects_sent = 0;
 
   engine::GateDecision OnMpaRequest(tcp::ConnId conn, const tcp::FourTuple& tuple,
                                     const mpa::StartupFrame& request, ByteSpan frame) override;
@@ -400,6 +414,7 @@ absl::StatusOr<std::unique_ptr<WireEngine>> WireEngine::Create(const WireEngineO
   e->lingering_.reserve(size_t{stack.options().max_time_wait} + options.max_qps +
                         options.max_pending + 1);
   e->listeners_ = std::make_unique<Listener[]>(options.max_listeners);
+  e->counters_->listeners = std::make_unique<Counters::ListenerSnap[]>(options.max_listeners);
   for (uint32_t i = 0; i < options.max_listeners; ++i) e->listeners_[i].eng = e.get();
   e->pending_ = std::make_unique<Pending[]>(options.max_pending);
   e->gather_staging_ = std::make_unique<uint8_t[]>(engine::kGatherStagingSize);
@@ -427,9 +442,25 @@ WireEngineStats WireEngine::stats() const {
   s.requests_refused = r(c.requests_refused);
   s.replies_sent = r(c.replies_sent);
   s.rejects_sent = r(c.rejects_sent);
-  s.gate = gate_totals_;
+  {
+    size_t k = 0;
+#define IWARP_WIRE_READ_TOTAL(f) s.gate.f = r(c.gate_total[k++]);
+    IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_READ_TOTAL)
+#undef IWARP_WIRE_READ_TOTAL
+  }
   for (uint32_t i = 0; i < options_.max_listeners; ++i) {
-    if (listeners_[i].gate != nullptr) s.gate += listeners_[i].gate->counters();
+    const Counters::ListenerSnap& ls = c.listeners[i];
+    WireListenerStats l;
+    l.port = static_cast<uint16_t>(ls.port.load(std::memory_order_relaxed));
+    if (l.port == 0) continue;
+    l.listener_id = ls.id.load(std::memory_order_relaxed);
+    size_t k = 0;
+#define IWARP_WIRE_READ_FIELD(f) l.gate.f = r(ls.fields[k++]);
+    IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_READ_FIELD)
+#undef IWARP_WIRE_READ_FIELD
+    l.replies_sent = r(ls.fields[k++]);
+    l.rejects_sent = r(ls.fields[k]);
+    s.listeners.push_back(l);
   }
   s.connections = r(c.connections);
   s.tcp_port_holds = r(c.tcp_port_holds);
@@ -438,6 +469,33 @@ WireEngineStats WireEngine::stats() const {
   s.zero_copy_fpdus = r(c.zero_copy_fpdus);
   if (sctp_ != nullptr) SctpStats(&s);
   return s;
+}
+
+void WireEngine::PublishListenerStats() {
+  Counters& c = *counters_;
+  engine::MpaGateCounters total = gate_totals_;
+  for (uint32_t i = 0; i < options_.max_listeners; ++i) {
+    const Listener& l = listeners_[i];
+    Counters::ListenerSnap& ls = c.listeners[i];
+    if (!l.used || l.gate == nullptr) {
+      ls.port.store(0, std::memory_order_relaxed);
+      continue;
+    }
+    const engine::MpaGateCounters& g = l.gate->counters();
+    total += g;
+    ls.id.store(l.id, std::memory_order_relaxed);
+    ls.port.store(l.port, std::memory_order_relaxed);
+    size_t k = 0;
+#define IWARP_WIRE_PUB_FIELD(f) ls.fields[k++].store(g.f, std::memory_order_relaxed);
+    IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_PUB_FIELD)
+#undef IWARP_WIRE_PUB_FIELD
+    ls.fields[k++].store(l.replies_sent, std::memory_order_relaxed);
+    ls.fields[k].store(l.rejects_sent, std::memory_order_relaxed);
+  }
+  size_t k = 0;
+#define IWARP_WIRE_PUB_TOTAL(f) c.gate_total[k++].store(total.f, std::memory_order_relaxed);
+  IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_PUB_TOTAL)
+#undef IWARP_WIRE_PUB_TOTAL
 }
 
 // ---------------------------------------------------------------- rings
@@ -710,6 +768,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       free_slot->used = true;
       free_slot->id = c.listener_id;
       free_slot->port = c.port;
+      PublishListenerStats();
       Ack(c.seq, 0);
       break;
     }
@@ -724,6 +783,8 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
         l.gate.reset();
         UnholdPort(l.port);
         l.used = false;
+        l.replies_sent = l.rejects_sent = 0;
+        PublishListenerStats();
         status = 0;
       }
       if (sctp_ != nullptr && UnlistenSctp(c.listener_id)) status = 0;
@@ -788,6 +849,10 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
       p->target = qp;
       qp->pending_slot = static_cast<uint32_t>(p - pending_.get());
       Bump(qp->accept ? counters_->replies_sent : counters_->rejects_sent);
+      for (uint32_t i = 0; i < options_.max_listeners; ++i) {
+        Listener& l = listeners_[i];
+        if (l.used && l.id == p->listener_id) ++(qp->accept ? l.replies_sent : l.rejects_sent);
+      }
       qp->engine->Poll(now_us_);  // the engine's clock, before it sends the Reply
       // The engine sees the Request as if it had just arrived (stream offset
       // 0) and answers with the application's decision.
@@ -1061,6 +1126,7 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
     for (uint32_t i = 0; i < options_.max_listeners; ++i) {
       if (listeners_[i].gate != nullptr) listeners_[i].gate->Poll(now_us_);
     }
+    PublishListenerStats();
     for (uint32_t i = 0; i < options_.max_pending; ++i) {
       Pending& p = pending_[i];
       if (p.used && !p.dropped && !p.detached && p.target == nullptr &&

@@ -234,6 +234,15 @@ struct WireEngineOptions {
 };
 
 // Counters; written by the worker, read anywhere (relaxed).
+// One application listener as telemetry shows it.
+struct WireListenerStats {
+  uint32_t listener_id = 0;
+  uint16_t port = 0;
+  engine::MpaGateCounters gate;  // before its connections' MPA Requests
+  uint64_t replies_sent = 0;     // iwarp_accept answered
+  uint64_t rejects_sent = 0;     // iwarp_reject answered
+};
+
 struct WireEngineStats {
   uint64_t commands = 0;
   uint64_t events = 0;
@@ -255,6 +264,7 @@ struct WireEngineStats {
   engine::MpaGateCounters gate;
   uint64_t replies_sent = 0;     // TCP: MPA Replies accepting (iwarp_accept)
   uint64_t rejects_sent = 0;     // TCP: MPA Reject Replies of iwarp_reject
+  std::vector<WireListenerStats> listeners;  // TCP listeners open now
   uint64_t connections = 0;      // reached Full Operation
   uint64_t sctp_associations = 0;         // SCTP associations opened or accepted
   uint64_t sctp_associations_active = 0;  // association records held now
@@ -459,6 +469,9 @@ class WireEngine final : private engine::MemoryDomain {
   bool pending_dirty_ = false;
   uint64_t pending_scan_us_ = 0;
   engine::MpaGateCounters gate_totals_;  // gates of closed listeners
+  // Worker: publishes every listener's gate counters (and their sum) into
+  // the atomics stats() reads; the gates themselves are the worker's alone.
+  void PublishListenerStats();
   uint64_t linger_scan_us_ = 0;  // lingering_ is looked at as often
 
   struct Counters;

@@ -530,6 +530,22 @@ int AppCommand(const char*, const char*, rte_tel_data* d) {
 #define IWARP_WIRE_GATE_FIELD(f) rte_tel_data_add_dict_u64(d, "wire_gate_" #f, w.gate.f);
   IWARP_MPA_GATE_COUNTERS(IWARP_WIRE_GATE_FIELD)
 #undef IWARP_WIRE_GATE_FIELD
+  // Each application listener (TCP) open now: listener_0, listener_1, ...
+  rte_tel_data_add_dict_u64(d, "wire_listeners", w.listeners.size());
+  for (size_t i = 0; i < w.listeners.size(); ++i) {
+    const appif::WireListenerStats& l = w.listeners[i];
+    rte_tel_data* ld = rte_tel_data_alloc();
+    if (ld == nullptr) break;
+    rte_tel_data_start_dict(ld);
+    rte_tel_data_add_dict_u64(ld, "listener_id", l.listener_id);
+    rte_tel_data_add_dict_u64(ld, "port", l.port);
+    rte_tel_data_add_dict_u64(ld, "accepted_by_app", l.replies_sent);
+    rte_tel_data_add_dict_u64(ld, "rejected_by_app", l.rejects_sent);
+#define IWARP_LISTENER_FIELD(f) rte_tel_data_add_dict_u64(ld, #f, l.gate.f);
+    IWARP_MPA_GATE_COUNTERS(IWARP_LISTENER_FIELD)
+#undef IWARP_LISTENER_FIELD
+    rte_tel_data_add_dict_container(d, absl::StrCat("listener_", i).c_str(), ld, 0);
+  }
   return 0;
 }
 

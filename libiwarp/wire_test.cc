@@ -363,6 +363,23 @@ TEST_P(Wire, RejectCarriesPrivateDataToTheInitiator) {
   EXPECT_EQ(std::string(reinterpret_cast<char*>(ev.private_data), ev.private_data_len), "go away");
   // The request id is used up.
   EXPECT_EQ(iwarp_accept(server_->s, req.request_id, server_->qp, nullptr, 0), -ENOENT);
+  // The operator sees the refusal on the listener (published by the worker
+  // at least every millisecond).
+  ASSERT_TRUE(WaitFor([&] {
+    const appif::WireEngineStats st = b_->worker.engine()->stats();
+    return st.listeners.size() == 1 && st.listeners[0].rejects_sent == 1;
+  }));
+  const appif::WireEngineStats st = b_->worker.engine()->stats();
+  EXPECT_EQ(st.listeners[0].port, kPort);
+  EXPECT_EQ(st.listeners[0].listener_id, lid);
+  EXPECT_EQ(st.listeners[0].gate.passive_opens, 1u);
+  EXPECT_EQ(st.listeners[0].gate.requests, 1u);
+  EXPECT_EQ(st.listeners[0].replies_sent, 0u);
+  EXPECT_EQ(st.rejects_sent, 1u);
+  EXPECT_EQ(st.gate.requests, 1u);
+  ASSERT_EQ(iwarp_unlisten(server_->s, lid), 0);
+  ASSERT_TRUE(WaitFor([&] { return b_->worker.engine()->stats().listeners.empty(); }));
+  EXPECT_EQ(b_->worker.engine()->stats().gate.requests, 1u);  // kept after the listener closed
 }
 
 TEST_P(Wire, ConnectToAPortNobodyListensOnFails) {

@@ -136,6 +136,23 @@ absl::StatusOr<std::string> FormatApp(const JsonValue& app) {
                       app.Text("wire_gate_bad_requests"), "  evicted ",
                       app.Text("wire_gate_evicted"), "\n");
     }
+    // Each application listener's connection setup (daemons before these
+    // counters leave them out).
+    if (app.Find("wire_listeners") != nullptr) {
+      for (size_t i = 0;; ++i) {
+        const JsonValue* l = app.Find(absl::StrCat("listener_", i));
+        if (l == nullptr) break;
+        absl::StrAppend(&out, "  listener ", l->Text("listener_id"), " port ", l->Text("port"),
+                        ": requests ", l->Text("requests"), ", replies ",
+                        l->Text("accepted_by_app"), ", rejects ", l->Text("rejected_by_app"),
+                        " (application) + ", l->Text("rejects_sent"), " (no slot ",
+                        l->Text("refused_no_qp"),
+                        ", private data ", l->Text("refused_private_data"),
+                        "), refused per source ", l->Text("refused_per_source"),
+                        ", request timeouts ", l->Text("request_timeouts"), ", bad requests ",
+                        l->Text("bad_requests"), ", evicted ", l->Text("evicted"), "\n");
+      }
+    }
     if (app.Find("wire_tcp_port_holds") != nullptr) {
       // Receive steering of application ports to worker 0 (appif/app_ports.h).
       absl::StrAppend(&out, "  wire TCP ports holds ", app.Text("wire_tcp_port_holds"),
