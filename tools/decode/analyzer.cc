@@ -336,7 +336,10 @@ void Analyzer::OnStream(TcpConn& c, int dir, uint64_t frame, Seq32 seq, ByteSpan
       break;
   }
   if (c.rep.reject) {
-    Violation(frame, c.who[dir], "FPDU after the responder rejected the connection");
+    // RFC 5044 7.1.2 rules 2 and 3: after a Reject both ends exit MPA and
+    // "the ULP may close TCP or use the connection for other purposes": what
+    // follows is not MPA, and no violation.
+    Line(frame, c.who[dir], "bytes after the Reject (not MPA: RFC 5044 7.1.2)");
     c.phase[dir] = Phase::kDead;
     return;
   }
