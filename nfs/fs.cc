@@ -356,7 +356,6 @@ class FsOp {
     identity_.reset();
     NfsStat3 s = fs_.Resolve(fh, caller_, r);
     if (s == NfsStat3::kOk && r->root != first.root) s = NfsStat3::kXdev;
-    FileSystem::Resolved dummy;
     // Re-apply the identity from the first handle's export.
     const Export& e = *first.root->exp;
     uint32_t uid = caller_.uid, gid = caller_.gid, n = caller_.gid_count;
