@@ -18,14 +18,7 @@
 #include "nfs/text.h"
 #include "common/sha256.h"
 #include "nfs/handle.h"
-// yaml-cpp 0.7's node/impl.h trips GCC 12's -Wdangling-pointer on indexed
-// access (a false positive inside the library's header).
-#pragma GCC diagnostic push
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#endif
 #include "yaml-cpp/yaml.h"
-#pragma GCC diagnostic pop
 
 namespace iwarp::nfs {
 namespace {
@@ -71,7 +64,9 @@ class Loader {
     }
     if (map.IsMap()) {
       for (auto it = map.begin(); it != map.end(); ++it) {
-        const YAML::Node& key = it->first;
+        // Copies: the iterator's value is a temporary (node handles are cheap).
+        const YAML::Node key = it->first;
+        const YAML::Node value = it->second;
         if (!key.IsScalar()) return Fail(key.Mark(), path.empty() ? "(document)" : path, "a key must be a plain word", "");
         const std::string name = key.Scalar();
         const std::string key_path = path.empty() ? name : Cat(path, ".", name);
@@ -82,7 +77,7 @@ class Loader {
           for (const Field& x : fields) CatTo(&keys, keys.empty() ? "" : ", ", x.key);
           return Fail(key.Mark(), key_path, "unknown key", Cat("allowed keys: ", keys));
         }
-        if (!f->read(key, it->second, key_path)) return false;
+        if (!f->read(key, value, key_path)) return false;
       }
     }
     for (const Field& f : fields) {

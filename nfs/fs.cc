@@ -254,7 +254,7 @@ NfsStat3 ResultStatus(const NfsResult& r) {
 
 absl::StatusOr<std::unique_ptr<FileSystem>> FileSystem::Open(const NfsdConfig& config, const HandleCodec& codec,
                                                              const Verf8& write_verifier) {
-  std::unique_ptr<FileSystem> fs(new FileSystem(config, codec, write_verifier));
+  std::unique_ptr<FileSystem> fs(new FileSystem(codec, write_verifier));
   for (const Export& e : config.exports) {
     auto r = std::make_unique<Root>();
     r->exp = &e;
@@ -274,8 +274,7 @@ absl::StatusOr<std::unique_ptr<FileSystem>> FileSystem::Open(const NfsdConfig& c
   return fs;
 }
 
-FileSystem::FileSystem(const NfsdConfig& config, const HandleCodec& codec, const Verf8& verf)
-    : config_(config), codec_(codec), write_verifier_(verf) {}
+FileSystem::FileSystem(const HandleCodec& codec, const Verf8& verf) : codec_(codec), write_verifier_(verf) {}
 
 FileSystem::~FileSystem() {
   for (auto& r : roots_) {

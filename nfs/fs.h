@@ -97,12 +97,11 @@ class FileSystem {
   struct Resolved;  // a handle opened (fs.cc)
 
  private:
-  FileSystem(const NfsdConfig& config, const HandleCodec& codec, const Verf8& verf);
+  FileSystem(const HandleCodec& codec, const Verf8& verf);
 
   NfsStat3 Resolve(const Fh3& fh, const Caller& caller, Resolved* out) const;
   bool MakeHandle(const Root& root, int fd, const char* name, Fh3* out) const;
 
-  const NfsdConfig& config_;
   const HandleCodec& codec_;
   Verf8 write_verifier_;
   std::vector<std::unique_ptr<Root>> roots_;
