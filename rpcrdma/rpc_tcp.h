@@ -174,6 +174,9 @@ class TcpServer {
   int Poll(int timeout_ms);
   size_t connection_count() const { return conns_.size(); }
   const TcpServerCounters& counters() const { return counters_; }
+  // An fd that polls readable when Poll has work (its epoll set), so one
+  // thread can wait on several servers and its own events at once.
+  int wait_fd() const { return epoll_fd_; }
 
  private:
   class Conn;

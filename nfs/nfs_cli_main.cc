@@ -1,0 +1,319 @@
+// iwarp-nfs: an NFSv3 client on the ClientTransport interface (TCP today).
+//
+//   iwarp-nfs [OPTIONS] ls [PATH] | stat PATH | get REMOTE LOCAL | put LOCAL REMOTE
+//             | rm PATH | mkdir PATH | bench [--size-mib N] [--qd N] [--seconds S] [--file NAME]
+//   OPTIONS: --server A.B.C.D (127.0.0.1)  --port P (2049)  --mount-port Q (20048)
+//            --export PATH (required)  --uid U --gid G (the caller's)
+//
+// bench: sequential 1 MiB writes and reads over a file of --size-mib, then
+// random 4 KiB reads and writes for --seconds each, --qd calls in flight;
+// a table of MiB/s, IOPS and latency percentiles.
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nfs/exports.h"
+#include "nfs/nfs_client.h"
+#include "rpcrdma/rpc_tcp.h"
+
+namespace iwarp::nfs {
+namespace {
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: iwarp-nfs --export PATH [--server A.B.C.D] [--port P] [--mount-port Q] [--uid U] [--gid G]\n"
+               "                 ls [PATH] | stat PATH | get REMOTE LOCAL | put LOCAL REMOTE | rm PATH |\n"
+               "                 mkdir PATH | bench [--size-mib N] [--qd N] [--seconds S] [--file NAME]\n");
+  return 2;
+}
+
+int Fail(const absl::Status& st) {
+  std::fprintf(stderr, "iwarp-nfs: %s\n", std::string(st.message()).c_str());
+  return 1;
+}
+
+// "a/b/c" -> ("a/b", "c").
+std::pair<std::string, std::string> Split(const std::string& path) {
+  const size_t s = path.rfind('/');
+  if (s == std::string::npos) return {"", path};
+  return {path.substr(0, s), path.substr(s + 1)};
+}
+
+const char* TypeChar(Ftype3 t) {
+  switch (t) {
+    case Ftype3::kDir: return "d";
+    case Ftype3::kLnk: return "l";
+    case Ftype3::kReg: return "-";
+    default: return "?";
+  }
+}
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchResult {
+  std::string name;
+  uint64_t ops = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  std::vector<double> lat_us;
+};
+
+// Runs `total` calls (or until `seconds`), `qd` in flight; make(i) starts
+// call i with a completion taking its status.
+BenchResult RunBench(RpcCaller& rpc, const std::string& name, uint64_t total, double seconds, int qd,
+                     uint32_t bytes_per_op,
+                     const std::function<absl::Status(uint64_t, RpcCaller::Done)>& start) {
+  BenchResult r;
+  r.name = name;
+  uint64_t started = 0;
+  int inflight = 0;
+  bool failed = false;
+  const auto t0 = Clock::now();
+  auto deadline = t0 + std::chrono::duration<double>(seconds);
+  std::function<void()> launch = [&] {
+    while (!failed && inflight < qd && started < total && Clock::now() < deadline) {
+      const auto ts = Clock::now();
+      ++inflight;
+      absl::Status st = start(started++, [&, ts](const absl::Status& s) {
+        --inflight;
+        if (!s.ok()) {
+          std::fprintf(stderr, "iwarp-nfs: %s: %s\n", name.c_str(), std::string(s.message()).c_str());
+          failed = true;
+          return;
+        }
+        ++r.ops;
+        r.bytes += bytes_per_op;
+        r.lat_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - ts).count());
+      });
+      if (!st.ok()) {
+        --inflight;
+        failed = true;
+      }
+    }
+  };
+  launch();
+  while (inflight > 0) {
+    rpc.Poll(1000);
+    launch();
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+void PrintRow(const BenchResult& r) {
+  std::vector<double> l = r.lat_us;
+  std::sort(l.begin(), l.end());
+  auto pct = [&](double p) { return l.empty() ? 0.0 : l[std::min(l.size() - 1, static_cast<size_t>(p * l.size()))]; };
+  std::printf("%-12s %10.1f %10.0f %10.1f %10.1f %10.1f %10.1f %8lu\n", r.name.c_str(),
+              r.bytes / r.seconds / (1 << 20), r.ops / r.seconds, pct(0.5), pct(0.99), pct(0.999),
+              l.empty() ? 0.0 : l.back(), static_cast<unsigned long>(r.ops));
+}
+
+int Bench(NfsClient& c, const Fh3& root, int argc, char** argv) {
+  uint64_t size_mib = 64;
+  int qd = 8;
+  double seconds = 5;
+  std::string file = "iwarp-nfs-bench.dat";
+  for (int i = 0; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    if (k == "--size-mib") size_mib = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (k == "--qd") qd = std::atoi(argv[i + 1]);
+    else if (k == "--seconds") seconds = std::atof(argv[i + 1]);
+    else if (k == "--file") file = argv[i + 1];
+    else return Usage();
+  }
+  if (size_mib == 0 || qd <= 0 || qd > 256 || seconds <= 0) return Usage();
+  auto fh = c.Create(root, file, 0644, CreateMode::kUnchecked);
+  if (!fh.ok()) return Fail(fh.status());
+  const uint64_t size = size_mib << 20;
+  std::vector<uint8_t> wbuf(1 << 20);
+  getrandom(wbuf.data(), wbuf.size(), 0);
+  std::vector<std::vector<uint8_t>> rbufs(qd, std::vector<uint8_t>(1 << 20));
+  RpcCaller& rpc = c.nfs();
+  std::mt19937_64 rng(42);
+  // Per-call argument storage (alive until the call completes).
+  std::vector<WriteArgs> wargs(static_cast<size_t>(qd) * 2);
+  std::vector<ReadArgs> rargs(static_cast<size_t>(qd) * 2);
+  auto write_op = [&](uint32_t len, bool random) {
+    return [&, len, random](uint64_t i, RpcCaller::Done done) {
+      WriteArgs& a = wargs[i % wargs.size()];
+      a.file = *fh;
+      a.offset = random ? (rng() % (size / len)) * len : i * len;
+      a.count = len;
+      a.stable = StableHow::kUnstable;
+      a.data = ByteSpan(wbuf.data(), len);
+      return rpc.Start(static_cast<uint32_t>(Proc3::kWrite), 256, [&a](XdrEncoder& e) { Encode(e, a); },
+                       [](XdrDecoder& d) {
+                         WriteRes res;
+                         return Decode(d, &res) && res.status == NfsStat3::kOk;
+                       },
+                       std::move(done));
+    };
+  };
+  auto read_op = [&](uint32_t len, bool random) {
+    return [&, len, random](uint64_t i, RpcCaller::Done done) {
+      ReadArgs& a = rargs[i % rargs.size()];
+      a.file = *fh;
+      a.offset = random ? (rng() % (size / len)) * len : i * len;
+      a.count = len;
+      return rpc.Start(static_cast<uint32_t>(Proc3::kRead), 256, [&a](XdrEncoder& e) { Encode(e, a); },
+                       [len](XdrDecoder& d) {
+                         ReadRes res;
+                         return Decode(d, &res) && res.status == NfsStat3::kOk && res.count == len;
+                       },
+                       std::move(done));
+    };
+  };
+  std::printf("iwarp-nfs bench: file %s, %lu MiB, queue depth %d\n", file.c_str(),
+              static_cast<unsigned long>(size_mib), qd);
+  std::printf("%-12s %10s %10s %10s %10s %10s %10s %8s\n", "job", "MiB/s", "IOPS", "p50_us", "p99_us", "p99.9_us",
+              "max_us", "ops");
+  BenchResult sw = RunBench(rpc, "seq-write-1M", size_mib, 1e9, qd, 1 << 20, write_op(1 << 20, false));
+  auto cm = c.Commit(*fh);
+  if (!cm.ok()) return Fail(cm.status());
+  PrintRow(sw);
+  PrintRow(RunBench(rpc, "seq-read-1M", size_mib, 1e9, qd, 1 << 20, read_op(1 << 20, false)));
+  PrintRow(RunBench(rpc, "rand-read-4K", UINT64_MAX, seconds, qd, 4096, read_op(4096, true)));
+  PrintRow(RunBench(rpc, "rand-write-4K", UINT64_MAX, seconds, qd, 4096, write_op(4096, true)));
+  cm = c.Commit(*fh);
+  if (!cm.ok()) return Fail(cm.status());
+  return c.Remove(root, file).ok() ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  uint32_t server = 0x7f000001;
+  uint16_t port = 2049, mount_port = 20048;
+  std::string export_path;
+  uint32_t uid = getuid(), gid = getgid();
+  int i = 1;
+  for (; i < argc && std::strncmp(argv[i], "--", 2) == 0; i += 2) {
+    if (i + 1 >= argc) return Usage();
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--server") {
+      if (!ParseIpv4(v, &server)) return Usage();
+    } else if (k == "--port") {
+      port = static_cast<uint16_t>(std::atoi(v.c_str()));
+    } else if (k == "--mount-port") {
+      mount_port = static_cast<uint16_t>(std::atoi(v.c_str()));
+    } else if (k == "--export") {
+      export_path = v;
+    } else if (k == "--uid") {
+      uid = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    } else if (k == "--gid") {
+      gid = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
+    } else {
+      return Usage();
+    }
+  }
+  if (i >= argc || export_path.empty()) return Usage();
+  const std::string cmd = argv[i++];
+  rpc::TcpClientOptions o;
+  o.server_ipv4 = server;
+  o.server_port = mount_port;
+  auto mt = rpc::TcpClient::Connect(o);
+  if (!mt.ok()) return Fail(mt.status());
+  o.server_port = port;
+  auto nt = rpc::TcpClient::Connect(o);
+  if (!nt.ok()) return Fail(nt.status());
+  char host[64] = "iwarp-nfs";
+  gethostname(host, sizeof(host) - 1);
+  NfsClient c(**mt, **nt, AuthSysCred(uid, gid, host));
+  auto root = c.Mount(export_path);
+  if (!root.ok()) return Fail(root.status());
+  const int rest = argc - i;
+  char** args = argv + i;
+
+  if (cmd == "ls" && rest <= 1) {
+    auto dir = c.Resolve(*root, rest == 1 ? args[0] : "");
+    if (!dir.ok()) return Fail(dir.status());
+    auto list = c.ListDir(*dir);
+    if (!list.ok()) return Fail(list.status());
+    for (const EntryPlus3& e : *list) {
+      if (e.name == "." || e.name == "..") continue;
+      const Fattr3& a = e.name_attributes.attr;
+      std::printf("%s%04o %6u %6u %12lu %s\n", TypeChar(a.type), a.mode, a.uid, a.gid,
+                  static_cast<unsigned long>(a.size), e.name.c_str());
+    }
+    return 0;
+  }
+  if (cmd == "stat" && rest == 1) {
+    auto fh = c.Resolve(*root, args[0]);
+    if (!fh.ok()) return Fail(fh.status());
+    auto a = c.Getattr(*fh);
+    if (!a.ok()) return Fail(a.status());
+    std::printf("type %s mode %04o nlink %u uid %u gid %u size %lu fileid %lu mtime %u.%09u\n", TypeChar(a->type),
+                a->mode, a->nlink, a->uid, a->gid, static_cast<unsigned long>(a->size),
+                static_cast<unsigned long>(a->fileid), a->mtime.seconds, a->mtime.nseconds);
+    return 0;
+  }
+  if (cmd == "get" && rest == 2) {
+    auto fh = c.Resolve(*root, args[0]);
+    if (!fh.ok()) return Fail(fh.status());
+    std::ofstream out(args[1], std::ios::binary | std::ios::trunc);
+    std::vector<uint8_t> buf(1 << 20);
+    uint64_t off = 0;
+    for (bool eof = false; !eof;) {
+      auto n = c.Read(*fh, off, buf, &eof);
+      if (!n.ok()) return Fail(n.status());
+      out.write(reinterpret_cast<const char*>(buf.data()), *n);
+      off += *n;
+      if (*n == 0) break;
+    }
+    std::printf("%lu bytes\n", static_cast<unsigned long>(off));
+    return out ? 0 : 1;
+  }
+  if (cmd == "put" && rest == 2) {
+    std::ifstream in(args[0], std::ios::binary);
+    if (!in) return Fail(absl::NotFoundError(std::string(args[0]) + ": cannot open"));
+    auto [parent, name] = Split(args[1]);
+    auto dir = c.Resolve(*root, parent);
+    if (!dir.ok()) return Fail(dir.status());
+    auto fh = c.Create(*dir, name, 0644, CreateMode::kUnchecked);
+    if (!fh.ok()) return Fail(fh.status());
+    Sattr3 trunc;
+    trunc.set_size = true;
+    if (absl::Status st = c.Setattr(*fh, trunc); !st.ok()) return Fail(st);
+    std::vector<uint8_t> buf(1 << 20);
+    uint64_t off = 0;
+    while (in) {
+      in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+      const size_t n = static_cast<size_t>(in.gcount());
+      if (n == 0) break;
+      auto w = c.Write(*fh, off, ByteSpan(buf.data(), n), StableHow::kUnstable);
+      if (!w.ok()) return Fail(w.status());
+      off += n;
+    }
+    auto cm = c.Commit(*fh);
+    if (!cm.ok()) return Fail(cm.status());
+    std::printf("%lu bytes\n", static_cast<unsigned long>(off));
+    return 0;
+  }
+  if ((cmd == "rm" || cmd == "mkdir") && rest == 1) {
+    auto [parent, name] = Split(args[0]);
+    auto dir = c.Resolve(*root, parent);
+    if (!dir.ok()) return Fail(dir.status());
+    if (cmd == "mkdir") {
+      auto fh = c.Mkdir(*dir, name, 0755);
+      return fh.ok() ? 0 : Fail(fh.status());
+    }
+    absl::Status st = c.Remove(*dir, name);
+    if (!st.ok() && std::string(st.message()).find("NFS3ERR_ISDIR") != std::string::npos) st = c.Rmdir(*dir, name);
+    return st.ok() ? 0 : Fail(st);
+  }
+  if (cmd == "bench") return Bench(c, *root, rest, args);
+  return Usage();
+}
+
+}  // namespace
+}  // namespace iwarp::nfs
+
+int main(int argc, char** argv) { return iwarp::nfs::Main(argc, argv); }
