@@ -544,7 +544,9 @@ int RdmaClient::DrainCq() {
       if (qp_ == nullptr || (wc[k].wr_id >> 40) != qp_id_) continue;  // an old connection's
       const WrKind kind = static_cast<WrKind>((wc[k].wr_id >> 32) & 0xFF);
       if (wc[k].status != IWARP_WC_SUCCESS) {
-        ConnectionLost(kind == kWrRecv ? RdmaError::kRecvFailed : RdmaError::kSendFailed);
+        ConnectionLost(wc[k].status == IWARP_WC_WR_FLUSH_ERR ? RdmaError::kConnectionLost
+                       : kind == kWrRecv                     ? RdmaError::kRecvFailed
+                                                             : RdmaError::kSendFailed);
         continue;
       }
       if (kind == kWrSend) {

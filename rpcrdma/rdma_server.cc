@@ -222,7 +222,9 @@ void RdmaServer::Conn::OnWc(const iwarp_wc& wc) {
     --posted_;
     if (wc.status != IWARP_WC_SUCCESS) {
       s.state = SlotState::kIdle;
-      Fail(RdmaError::kRecvFailed);
+      // A flushed receive is the connection ending (the peer left), not a
+      // failed one.
+      Fail(wc.status == IWARP_WC_WR_FLUSH_ERR ? RdmaError::kConnectionLost : RdmaError::kRecvFailed);
       return;
     }
     OnRecv(i, wc.byte_len);
@@ -230,6 +232,10 @@ void RdmaServer::Conn::OnWc(const iwarp_wc& wc) {
   }
   --sq_used_;
   if (s.pending > 0) --s.pending;
+  if (wc.status == IWARP_WC_WR_FLUSH_ERR) {
+    Fail(RdmaError::kConnectionLost);  // flushed: the connection ended first
+    return;
+  }
   if (wc.status != IWARP_WC_SUCCESS) {
     Fail(kind == kWrRead ? RdmaError::kReadChunkFailed
                          : (wc.opcode == IWARP_WC_RDMA_WRITE ? RdmaError::kWriteFailed
