@@ -142,6 +142,7 @@ class RdmaServer {
   void OnConnectRequest(const iwarp_event& ev);
   Conn* FindByQp(uint32_t qp_id);
   void EndConnection(Conn* c, RdmaError reason);
+  static RdmaError LostReason(const Conn& c, const iwarp_event& ev);
   void CountInUse(int delta);
 
   iwarp_session* s_;
