@@ -228,6 +228,33 @@ def run_rdma(args, a, b, transport, port, tmp):
     return calls
 
 
+def rpcinfo_probe(port):
+    """rpcinfo (package rpcbind), a client we did not write, calls NULL on the
+    shipped server: version 1 ready, version 2 refused by the server
+    (PROG_MISMATCH). Returns the calls it made (0 when rpcinfo is absent).
+    Debian 12's rpcinfo contacts rpcbind on port 111 even with -n, so the
+    server's RFC 5665 universal address is given (-a h1.h2.h3.h4.p1.p2)."""
+    exe = next((p for p in ("/usr/sbin/rpcinfo", "/sbin/rpcinfo", "/usr/bin/rpcinfo")
+                if os.access(p, os.X_OK)), None)
+    if exe is None:
+        log("SKIP (part): rpcinfo not installed (package rpcbind); no independent client probe")
+        return 0
+    addr = "127.0.0.1.%d.%d" % (port >> 8, port & 0xFF)
+    prog = str(0x20494950)
+    r = subprocess.run([exe, "-a", addr, "-T", "tcp", prog, "1"], capture_output=True,
+                       text=True, timeout=30)
+    out = r.stdout + r.stderr
+    check(r.returncode == 0 and ("program %s version 1 ready and waiting" % prog) in out,
+          "rpcinfo: version 1 of the test program ready on iwarp-rpc-perf (rc %d): %s" %
+          (r.returncode, out))
+    r = subprocess.run([exe, "-a", addr, "-T", "tcp", prog, "2"], capture_output=True,
+                       text=True, timeout=30)
+    out = r.stdout + r.stderr
+    check(r.returncode != 0 and "version 2 is not available" in out,
+          "rpcinfo: version 2 is not available (rc %d): %s" % (r.returncode, out))
+    return 2
+
+
 def run_tcp(args, tmp):
     srv = Server(args.rpc_perf, ["--transport", "tcp", "--bind", "127.0.0.1", "-p", "0"], tmp,
                  "srv_tcp")
@@ -236,6 +263,10 @@ def run_tcp(args, tmp):
         t = srv.wait_for("waiting for clients")
         port = int(re.search(r"port (\d+),", t).group(1))
         check(port > 0, "the TCP server names its ephemeral port")
+        base = rpcinfo_probe(port)
+        b = counters(srv.dump(), "server transport counters (TcpServer)")
+        base_records, base_accepted = b["records"], b["accepted"]
+        check(base_records == base, "the server saw rpcinfo's %d calls (%d)" % (base, base_records))
         for label, extra, size, _ in CASES:
             what = "%s over kernel TCP" % label
             log(what)
@@ -248,8 +279,10 @@ def run_tcp(args, tmp):
             calls += n
         final = srv.stop()
         s = counters(final, "server transport counters (TcpServer)")
-        check(s["records"] == calls and s["replies"] == calls and s["accepted"] == len(CASES),
-              "tcp: server records = replies = %d, %d connections: %s" % (calls, len(CASES), s))
+        check(s["records"] == calls + base_records and s["replies"] == calls + base_records and
+              s["accepted"] == len(CASES) + base_accepted,
+              "tcp: server records = replies = %d, %d connections: %s" %
+              (calls + base_records, len(CASES) + base_accepted, s))
         echoed = sum(count_of(e) * sz for _, e, sz, _ in CASES)
         check(s["bytes_in"] > echoed and s["bytes_out"] > echoed,
               "tcp: more than the %d echoed bytes each way: %s" % (echoed, s))
