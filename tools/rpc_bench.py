@@ -22,7 +22,7 @@ Rows:
                             it ran. Target: at least 2x the kernel's.
 
   rpc_bench.py --iwarpd PATH --iwarpctl PATH --rpc-perf PATH [--count-null N]
-               [--count-1m N] [--depth N]
+               [--count-1m N] [--depth N] [--no-pin]
 Root and hugepages (memif) needed.
 """
 
@@ -65,6 +65,16 @@ def row(out):
     raise RuntimeError("no result row:\n" + out)
 
 
+SERVER_CPU, CLIENT_CPU = 1, 0
+
+
+def pin(args, cpu):
+    """As tools/iwarp_perf_bench.py: each node's processes on a core of their
+    own (server side CPU 1, beside daemon A's worker; client side CPU 0,
+    beside daemon B's), unless --no-pin."""
+    return [] if args.no_pin else ["taskset", "-c", str(cpu)]
+
+
 def client(prefix, argv):
     r = subprocess.run(prefix + argv, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
@@ -96,15 +106,17 @@ def rdma_runs(args):
     try:
         a.start()
         b.start()
-        srv = subprocess.Popen([args.rpc_perf, "--server", "-S", a.socket(), "-p", str(PORT)],
+        srv = subprocess.Popen(pin(args, SERVER_CPU) +
+                               [args.rpc_perf, "--server", "-S", a.socket(), "-p", str(PORT)],
                                stdout=subprocess.PIPE, text=True)
         if "waiting for clients" not in srv.stdout.readline():
             raise RuntimeError("rpc server did not start")
         base = ["-S", b.socket(), "--client", iwd.A_IP, "-p", str(PORT)]
         # Fault in the memif rings' pages before measuring.
-        client([], [args.rpc_perf] + base + ["--test", "echo", "--size", "65536", "--count",
-                                             "1500", "--depth", "4"])
-        return measure([args.rpc_perf], base, args)
+        prefix = pin(args, CLIENT_CPU) + [args.rpc_perf]
+        client(prefix, base + ["--test", "echo", "--size", "65536", "--count", "1500", "--depth",
+                               "4"])
+        return measure(prefix, base, args)
     finally:
         if srv is not None:
             srv.terminate()
@@ -125,12 +137,13 @@ def kernel_runs(args):
             sh("ip", "netns", "exec", ns, "ip", "addr", "add", ip + "/24", "dev", dev)
             sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        srv = subprocess.Popen(["ip", "netns", "exec", NS_B, args.rpc_perf, "--server",
+        srv = subprocess.Popen(["ip", "netns", "exec", NS_B] + pin(args, SERVER_CPU) +
+                               [args.rpc_perf, "--server",
                                 "--transport", "tcp", "--bind", VETH_B_IP, "-p", str(PORT)],
                                stdout=subprocess.PIPE, text=True)
         if "waiting for clients" not in srv.stdout.readline():
             raise RuntimeError("tcp rpc server did not start")
-        prefix = ["ip", "netns", "exec", NS_A, args.rpc_perf]
+        prefix = ["ip", "netns", "exec", NS_A] + pin(args, CLIENT_CPU) + [args.rpc_perf]
         base = ["--transport", "tcp", "--client", VETH_B_IP, "-p", str(PORT)]
         return measure(prefix, base, args)
     finally:
@@ -149,6 +162,9 @@ def main():
     p.add_argument("--count-null", type=int, default=20000)
     p.add_argument("--count-1m", type=int, default=1000)
     p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--no-pin", action="store_true",
+                   help="leave the processes to the scheduler (default: server side on CPU 1, "
+                        "client side on CPU 0)")
     args = p.parse_args()
     if os.geteuid() != 0:
         print("SKIP: needs root (network namespaces, veth devices)")
@@ -160,8 +176,9 @@ def main():
     mine = rdma_runs(args)
     kern = kernel_runs(args)
     print("RPC test program, iwarp-rpc-perf: iwarpd RPC-over-RDMA (iWARP, two daemons on "
-          "net_memif, busy-polling worker per core) vs kernel TCP over veth; load average %s; "
-          "%.0f s" % (" ".join(open("/proc/loadavg").read().split()[:3]), time.time() - t0))
+          "net_memif, busy-polling worker per core) vs kernel TCP over veth; %s; load average %s; "
+          "%.0f s" % ("unpinned" if args.no_pin else "server side on CPU 1, client side on CPU 0",
+                      " ".join(open("/proc/loadavg").read().split()[:3]), time.time() - t0))
     print("%-34s %14s %16s %8s %8s" % ("", "iwarpd RDMA", "kernel TCP veth", "ratio", "target"))
 
     def line(name, m, k, target):
