@@ -113,12 +113,18 @@ class Server:
                                                              self.text()))
 
     def dump(self):
-        """SIGUSR1: the counters now."""
+        """SIGUSR1: the counters now (the block it prints, whatever
+        --stats-interval blocks come around it)."""
         before = len(self.text())
         self.proc.send_signal(signal.SIGUSR1)
-        t = self.wait_for("--- end ---", after=before)[before:]
-        check("--- counters (SIGUSR1) ---" in t, "SIGUSR1 prints the counters:\n" + t)
-        return t
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            t = self.text()[before:]
+            i = t.find("--- counters (SIGUSR1) ---")
+            if i >= 0 and "--- end ---" in t[i:]:
+                return t[i:t.index("--- end ---", i)]
+            time.sleep(0.05)
+        raise TestFailure("SIGUSR1 printed no counters:\n" + self.text())
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -256,8 +262,8 @@ def rpcinfo_probe(port):
 
 
 def run_tcp(args, tmp):
-    srv = Server(args.rpc_perf, ["--transport", "tcp", "--bind", "127.0.0.1", "-p", "0"], tmp,
-                 "srv_tcp")
+    srv = Server(args.rpc_perf, ["--transport", "tcp", "--bind", "127.0.0.1", "-p", "0",
+                                 "--stats-interval", "1"], tmp, "srv_tcp")
     calls = 0
     try:
         t = srv.wait_for("waiting for clients")
@@ -277,6 +283,9 @@ def run_tcp(args, tmp):
             check(c["calls"] == n and c["replies"] == n and c["failed"] == 0,
                   "%s: TcpClient calls = replies = %d: %s" % (what, n, c))
             calls += n
+        t = srv.wait_for("--- counters (interval) ---", timeout=5)
+        s = counters(t[t.rindex("--- counters (interval) ---"):], "server transport counters")
+        check(s["accepted"] > 0, "--stats-interval 1: the server printed its counters: %s" % s)
         final = srv.stop()
         s = counters(final, "server transport counters (TcpServer)")
         check(s["records"] == calls + base_records and s["replies"] == calls + base_records and
