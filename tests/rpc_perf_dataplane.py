@@ -137,6 +137,8 @@ class Server:
         t = self.text()
         check(rc == 0, "server exit 0 (rc %d):\n%s" % (rc, t))
         check("--- counters (exit) ---" in t, "the server prints its counters at exit:\n" + t)
+        check("runtime error" not in t and "Sanitizer" not in t,
+              "no sanitizer reports from the server:\n" + t)
         return t[t.index("--- counters (exit) ---"):]
 
     def kill(self):
