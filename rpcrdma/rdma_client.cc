@@ -42,6 +42,8 @@ struct RdmaClient::Entry {
   Done done;
   bool sent = false;      // on the current connection
   bool ever_sent = false;
+  bool timed_out = false;  // completed -ETIMEDOUT; waits for its reply or the connection's end
+  int64_t deadline_ms = 0; // 0: no timeout
   uint64_t order = 0;  // Call() order
   RegPool::Buffer* send = nullptr;
   RegPool::Buffer* out_bounce = nullptr;  // Read chunk sources without a stag / NOMSG stream
@@ -137,12 +139,20 @@ void RdmaClient::ConnectionLost(RdmaError reason) {
   // were first queued, to be sent again with the same XID (RFC 5531
   // retransmission; the server's duplicate request cache sees the XID).
   std::vector<std::pair<uint64_t, uint32_t>> resend;
-  for (auto& [xid, e] : calls_) {
-    if (e->sent) {
-      e->sent = false;
-      ReleaseBuffers(*e);
-      resend.emplace_back(e->order, xid);
+  for (auto it = calls_.begin(); it != calls_.end();) {
+    Entry& e = *it->second;
+    if (e.sent && e.timed_out) {
+      // Already completed -ETIMEDOUT: not sent again.
+      ReleaseBuffers(e);
+      it = calls_.erase(it);
+      continue;
     }
+    if (e.sent) {
+      e.sent = false;
+      ReleaseBuffers(e);
+      resend.emplace_back(e.order, it->first);
+    }
+    ++it;
   }
   std::sort(resend.begin(), resend.end());
   for (auto it = resend.rbegin(); it != resend.rend(); ++it) queue_.push_front(it->second);
@@ -173,6 +183,7 @@ int RdmaClient::Call(const rpc::Message& call, const rpc::CallOptions& options, 
   e->options = options;
   e->done = std::move(done);
   e->order = send_seq_++;
+  if (opt_.call_timeout_ms > 0) e->deadline_ms = NowMs() + opt_.call_timeout_ms;
   calls_.emplace(xid, std::move(e));
   queue_.push_back(xid);
   SendQueued();
@@ -408,6 +419,13 @@ void RdmaClient::OnReply(RegPool::Buffer* b, uint32_t len) {
   calls_.erase(it);
   --outstanding_;
   counters_.credits_in_use = static_cast<uint32_t>(outstanding_);
+  if (e->timed_out) {
+    // Its caller already saw -ETIMEDOUT; the credit and buffers come back.
+    ++counters_.late_replies;
+    ReleaseBuffers(*e);
+    PostRecv(b);
+    return;
+  }
   CheckReplyAgainstOffer(msg, co, e->offer, &rp);
   rpc::ReplyView v;
   if (rp.verdict != ReplyVerdict::kAccept) {
@@ -443,6 +461,37 @@ void RdmaClient::OnReply(RegPool::Buffer* b, uint32_t len) {
   if (e->done) e->done(v);
   ReleaseBuffers(*e);
   PostRecv(b);
+}
+
+// Completes calls past their deadline with -ETIMEDOUT. A queued call is
+// forgotten; a sent one stays (credit, buffers) until its reply or the
+// connection's end, with no callback left to run.
+int RdmaClient::ExpireCalls() {
+  if (opt_.call_timeout_ms <= 0 || calls_.empty()) return 0;
+  const int64_t now = NowMs();
+  std::vector<uint32_t> expired;
+  for (const auto& [xid, e] : calls_) {
+    if (!e->timed_out && e->deadline_ms != 0 && now >= e->deadline_ms) expired.push_back(xid);
+  }
+  for (uint32_t xid : expired) {
+    auto it = calls_.find(xid);
+    if (it == calls_.end()) continue;
+    Entry& e = *it->second;
+    ++counters_.timeouts;
+    if (!e.sent) {
+      std::erase(queue_, xid);
+      Fail(e, -ETIMEDOUT, RdmaError::kCallTimeout);
+      continue;
+    }
+    ++counters_.errors[static_cast<size_t>(RdmaError::kCallTimeout)];
+    e.timed_out = true;
+    Done done = std::move(e.done);
+    e.done = nullptr;
+    rpc::ReplyView v;
+    v.status = -ETIMEDOUT;
+    if (done) done(v);
+  }
+  return static_cast<int>(expired.size());
 }
 
 int RdmaClient::DrainEvents() {
@@ -495,7 +544,9 @@ int RdmaClient::DrainCq() {
       if (qp_ == nullptr || (wc[k].wr_id >> 40) != qp_id_) continue;  // an old connection's
       const WrKind kind = static_cast<WrKind>((wc[k].wr_id >> 32) & 0xFF);
       if (wc[k].status != IWARP_WC_SUCCESS) {
-        ConnectionLost(kind == kWrRecv ? RdmaError::kRecvFailed : RdmaError::kSendFailed);
+        ConnectionLost(wc[k].status == IWARP_WC_WR_FLUSH_ERR ? RdmaError::kConnectionLost
+                       : kind == kWrRecv                     ? RdmaError::kRecvFailed
+                                                             : RdmaError::kSendFailed);
         continue;
       }
       if (kind == kWrSend) {
@@ -534,6 +585,7 @@ int RdmaClient::Poll(int timeout_ms) {
       queue_.clear();
       ++work;
     }
+    work += ExpireCalls();
     work += SendQueued();
     if (work != 0 || timeout_ms == 0) return work;
     int64_t left = 5;

@@ -28,6 +28,7 @@ std::string_view RdmaErrorName(RdmaError e) {
     case RdmaError::kRdmaErrorReceived: return "rpcrdma_rdma_error_received";
     case RdmaError::kCallTooLongForTransport: return "rpcrdma_call_too_long_for_transport";
     case RdmaError::kReconnectFailed: return "rpcrdma_reconnect_failed";
+    case RdmaError::kCallTimeout: return "rpcrdma_call_timeout";
     case RdmaError::kCount: break;
   }
   return "invalid";

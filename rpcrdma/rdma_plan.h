@@ -58,6 +58,7 @@ enum class RdmaError : uint8_t {
   kRdmaErrorReceived,    // RDMA_ERROR ended a call (-EPROTO)
   kCallTooLongForTransport,  // Call(): the call cannot be conveyed (-EMSGSIZE)
   kReconnectFailed,      // calls failed with -ECONNRESET after the retries
+  kCallTimeout,          // a call without reply by call_timeout_ms (-ETIMEDOUT)
   kCount
 };
 inline constexpr size_t kNumRdmaErrors = static_cast<size_t>(RdmaError::kCount);

@@ -67,6 +67,14 @@ class RdmaServer::Conn final : public rpc::ServerConnection {
   void Teardown();
 
   uint16_t gen() const { return gen_; }
+  // Whether some call is in `state` (an RDMA Read of its chunks under way:
+  // kReading; its reply's Writes and Send: kSending).
+  bool AnyIn(SlotState state) const {
+    for (const Slot& s : slots_) {
+      if (s.state == state) return true;
+    }
+    return false;
+  }
   uint32_t qp_id() const { return qp_id_; }
   bool dead() const { return dead_; }
   uint32_t in_progress() const { return in_progress_; }
@@ -222,7 +230,9 @@ void RdmaServer::Conn::OnWc(const iwarp_wc& wc) {
     --posted_;
     if (wc.status != IWARP_WC_SUCCESS) {
       s.state = SlotState::kIdle;
-      Fail(RdmaError::kRecvFailed);
+      // A flushed receive is the connection ending (the peer left), not a
+      // failed one.
+      Fail(wc.status == IWARP_WC_WR_FLUSH_ERR ? RdmaError::kConnectionLost : RdmaError::kRecvFailed);
       return;
     }
     OnRecv(i, wc.byte_len);
@@ -230,6 +240,10 @@ void RdmaServer::Conn::OnWc(const iwarp_wc& wc) {
   }
   --sq_used_;
   if (s.pending > 0) --s.pending;
+  if (wc.status == IWARP_WC_WR_FLUSH_ERR) {
+    Fail(RdmaError::kConnectionLost);  // flushed: the connection ended first
+    return;
+  }
   if (wc.status != IWARP_WC_SUCCESS) {
     Fail(kind == kWrRead ? RdmaError::kReadChunkFailed
                          : (wc.opcode == IWARP_WC_RDMA_WRITE ? RdmaError::kWriteFailed
@@ -603,6 +617,22 @@ void RdmaServer::DisconnectAll() {
   }
 }
 
+// Why a connection ended. A peer that refuses one of our RDMA Reads or
+// Writes (a chunk naming an STag, offset or length it did not expose)
+// answers with a Terminate, RDMAP layer, Remote Protection Error (RFC 5040
+// 7.2; libiwarp reports it as QP_ERROR with the Terminate's code points),
+// and the failed work request is flushed with the rest: the Reads or Writes
+// under way when it arrives name the reason.
+RdmaError RdmaServer::LostReason(const Conn& c, const iwarp_event& ev) {
+  constexpr uint8_t kLayerRdmap = 0, kRemoteProtection = 1;
+  if (ev.type == IWARP_EVENT_QP_ERROR && ev.term_layer == kLayerRdmap &&
+      ev.term_etype == kRemoteProtection) {
+    if (c.AnyIn(Conn::SlotState::kReading)) return RdmaError::kReadChunkFailed;
+    if (c.AnyIn(Conn::SlotState::kSending)) return RdmaError::kWriteFailed;
+  }
+  return RdmaError::kConnectionLost;
+}
+
 int RdmaServer::DrainEvents() {
   int n = 0;
   iwarp_event ev;
@@ -615,7 +645,7 @@ int RdmaServer::DrainEvents() {
       case IWARP_EVENT_DISCONNECTED:
       case IWARP_EVENT_QP_ERROR:
       case IWARP_EVENT_CONNECT_ERROR:
-        if (Conn* c = FindByQp(ev.qp_id); c != nullptr) EndConnection(c, RdmaError::kConnectionLost);
+        if (Conn* c = FindByQp(ev.qp_id); c != nullptr) EndConnection(c, LostReason(*c, ev));
         break;
       default:
         break;

@@ -54,6 +54,8 @@ struct RdmaCounters {
   uint64_t calls = 0;    // server: calls delivered; client: calls sent (first time)
   uint64_t replies = 0;  // server: replies sent; client: replies completed
   uint64_t retransmits = 0;  // client: calls sent again after a reconnect
+  uint64_t timeouts = 0;     // client: calls completed -ETIMEDOUT
+  uint64_t late_replies = 0; // client: replies to calls that had timed out (dropped)
   uint64_t read_chunks = 0, write_chunks = 0, reply_chunks = 0;
   uint64_t rdma_read_bytes = 0;     // by RDMA Read (server pulls; client: pulled from it)
   uint64_t rdma_written_bytes = 0;  // by RDMA Write (server pushes; client: placed in it)
@@ -140,6 +142,7 @@ class RdmaServer {
   void OnConnectRequest(const iwarp_event& ev);
   Conn* FindByQp(uint32_t qp_id);
   void EndConnection(Conn* c, RdmaError reason);
+  static RdmaError LostReason(const Conn& c, const iwarp_event& ev);
   void CountInUse(int delta);
 
   iwarp_session* s_;
@@ -170,6 +173,12 @@ struct RdmaClientOptions {
   uint32_t sq_depth = 256;
   int reconnect_attempts = 5;
   int connect_timeout_ms = 10000;
+  // A call without reply this long after Call() completes -ETIMEDOUT (0:
+  // never). A timed-out call that was sent keeps its credit and its
+  // transport buffers until its reply arrives (then dropped, late_replies)
+  // or the connection ends (then not retransmitted); the server may still
+  // place its results into the call's Write chunk sinks until then.
+  int call_timeout_ms = 30000;
   Limits limits;
 };
 
@@ -207,6 +216,7 @@ class RdmaClient final : public rpc::ClientTransport {
   void ReleaseBuffers(Entry& e);
   void OnReply(RegPool::Buffer* b, uint32_t len);
   void Fail(Entry& e, int status, RdmaError reason);
+  int ExpireCalls();
   void PostRecv(RegPool::Buffer* b);
 
   iwarp_session* s_;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -365,6 +366,159 @@ TEST_F(RdmaTransportTest, LostConnectionReconnectsAndRetransmitsWithTheSameXids)
   EXPECT_EQ(c.reconnects, 1u);
   EXPECT_EQ(c.retransmits, 4u);
   EXPECT_EQ(c.calls, 5u);
+}
+
+// A call whose Read chunk names an STag the client never registered: the
+// server's RDMA Read fails, and only that connection ends, with the named
+// reason (rpcrdma_read_chunk_failed); another client's connection keeps
+// working. The failing client has no reconnect attempts left: its call
+// completes -ECONNRESET.
+TEST_F(RdmaTransportTest, FailedReadOfABogusChunkEndsOnlyThatConnection) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_NO_FATAL_FAILURE(StartClient());
+  ASSERT_NO_FATAL_FAILURE(Echo(Mode::kDefault, 4096, 1));
+  ClientApp bad(a_->host.socket_path(), 1 << 16);
+  RdmaClientOptions o;
+  o.server = iwarp_addr{kIpB, kPort};
+  o.reconnect_attempts = 0;
+  ASSERT_EQ(bad.Connect(o), 0);
+  uint8_t head[8];
+  StoreHead(head, 0xBAD, 4096);
+  rpc::Message call;
+  ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(head, 8), false, 0}));
+  // A registered-looking piece: exposed by its STag as a Read chunk.
+  ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(bad.mem, 4096), true, bad.mr.stag ^ 0x00ABCD00u}));
+  EchoResult r;
+  ASSERT_EQ(bad.client->Call(call, {}, [&](const rpc::ReplyView& v) { Collect(v, &r); }), 0);
+  ASSERT_TRUE(bad.PollUntil([&] { return r.done; }));
+  EXPECT_EQ(r.status, -ECONNRESET);
+  EXPECT_EQ(bad.client->counters().error(RdmaError::kReconnectFailed), 1u);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  RdmaCounters s;
+  do {
+    s = server_->counters();
+  } while (s.disconnects == 0 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(s.error(RdmaError::kReadChunkFailed), 1u);
+  EXPECT_EQ(s.disconnects, 1u);
+  EXPECT_EQ(s.calls, 1u);  // the bogus call was never delivered
+  size_t n = 0;
+  server_->Run([&](RdmaServer& srv) { n = srv.connection_count(); });
+  EXPECT_EQ(n, 1u);
+  // The other connection still carries calls, Read chunks included.
+  ASSERT_NO_FATAL_FAILURE(Echo(Mode::kDefault, 4096, 2));
+  ASSERT_NO_FATAL_FAILURE(Echo(Mode::kDefault, 65536, 3));
+  EXPECT_EQ(app_->client->counters().disconnects, 0u);
+}
+
+// The server goes away for good: the client's reconnect attempts run out
+// and its outstanding call completes -ECONNRESET (rpcrdma_reconnect_failed);
+// later calls are refused at once.
+TEST_F(RdmaTransportTest, RunningOutOfReconnectAttemptsCompletesCallsWithEconnreset) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  RdmaClientOptions o;
+  o.reconnect_attempts = 3;
+  ASSERT_NO_FATAL_FAILURE(StartClient(o));
+  ASSERT_NO_FATAL_FAILURE(Echo(Mode::kDefault, 0, 1));
+  server_.reset();  // listener and connection gone
+  uint8_t head[8];
+  StoreHead(head, 2, 0);
+  rpc::Message call;
+  ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(head, 8), false, 0}));
+  EchoResult r;
+  ASSERT_EQ(app_->client->Call(call, {}, [&](const rpc::ReplyView& v) { Collect(v, &r); }), 0);
+  ASSERT_TRUE(app_->PollUntil([&] { return r.done; }));
+  EXPECT_EQ(r.status, -ECONNRESET);
+  const RdmaCounters c = app_->client->counters();
+  EXPECT_EQ(c.error(RdmaError::kReconnectFailed), 1u);
+  EXPECT_GE(c.disconnects, 1u);
+  EXPECT_EQ(c.reconnects, 0u);
+  EXPECT_FALSE(app_->client->connected());
+  StoreHead(head, 3, 0);
+  EXPECT_EQ(app_->client->Call(call, {}, [](const rpc::ReplyView&) {}), -ECONNRESET);
+}
+
+// A call the server does not answer in time completes -ETIMEDOUT; its late
+// reply is dropped (late_replies) and gives its credit back, and the
+// connection goes on serving calls.
+TEST_F(RdmaTransportTest, CallWithoutReplyTimesOutAndItsLateReplyIsDropped) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  RdmaClientOptions o;
+  o.call_timeout_ms = 300;
+  ASSERT_NO_FATAL_FAILURE(StartClient(o));
+  server_->Run([&](RdmaServer&) { handler_.hold = true; });
+  uint8_t head[8];
+  StoreHead(head, 40, 0);
+  rpc::Message call;
+  ASSERT_TRUE(call.Add(rpc::Piece{ByteSpan(head, 8), false, 0}));
+  EchoResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(app_->client->Call(call, {}, [&](const rpc::ReplyView& v) { Collect(v, &r); }), 0);
+  ASSERT_TRUE(app_->PollUntil([&] { return r.done; }, 5000));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status, -ETIMEDOUT);
+  EXPECT_GE(waited, std::chrono::milliseconds(300));
+  EXPECT_LT(waited, std::chrono::milliseconds(3000));
+  EXPECT_EQ(app_->client->counters().timeouts, 1u);
+  EXPECT_EQ(app_->client->counters().error(RdmaError::kCallTimeout), 1u);
+  EXPECT_EQ(app_->client->outstanding(), 1u);  // its credit until the reply comes
+  server_->Run([&](RdmaServer&) {
+    handler_.hold = false;
+    handler_.ReleaseHeld();
+  });
+  ASSERT_TRUE(app_->PollUntil([&] { return app_->client->counters().late_replies == 1; }, 5000));
+  EXPECT_EQ(app_->client->outstanding(), 0u);
+  ASSERT_NO_FATAL_FAILURE(Echo(Mode::kDefault, 100, 41));
+  EXPECT_EQ(app_->client->counters().replies, 1u);
+}
+
+// A server that answers with RDMA_ERROR / ERR_VERS (RFC 8166 4.2.4: the
+// versions it supports, here 1..1): the client completes the call -EPROTO
+// naming ERR_VERS and counts it.
+TEST_F(RdmaTransportTest, ErrVersFromTheServerCompletesTheCallWithEproto) {
+  appif::testing::WireApp raw;
+  raw.Open(b_->host.socket_path(), 1 << 16);
+  uint32_t lid = 0;
+  iwarp_addr at{0, kPort};
+  ASSERT_EQ(iwarp_listen(raw.s, &at, &lid), 0);
+  std::atomic<bool> served{false};
+  std::thread peer([&] {
+    iwarp_event ev = raw.Event(IWARP_EVENT_CONNECT_REQUEST);
+    raw.PostRecv(0, raw.mr.addr + 4096, 4096, raw.mr.stag);
+    ASSERT_EQ(iwarp_accept(raw.s, ev.request_id, raw.qp, nullptr, 0), 0);
+    raw.Event(IWARP_EVENT_ESTABLISHED);
+    iwarp_wc wc = raw.Wc();
+    ASSERT_EQ(wc.status, IWARP_WC_SUCCESS);
+    ASSERT_EQ(wc.opcode, IWARP_WC_RECV);
+    const uint32_t xid = LoadBe32(raw.mem + 4096);
+    const uint32_t words[] = {xid, 1, 1, 4 /* RDMA_ERROR */, 1 /* ERR_VERS */, 1, 1};
+    for (size_t i = 0; i < 7; ++i) StoreBe32(raw.mem + 4 * i, words[i]);
+    raw.Post(1, IWARP_WR_SEND, raw.mr.addr, 28, raw.mr.stag);
+    EXPECT_EQ(raw.Wc().status, IWARP_WC_SUCCESS);
+    served = true;
+  });
+  RdmaClientOptions o;
+  o.server = iwarp_addr{kIpB, kPort};
+  app_ = std::make_unique<ClientApp>(a_->host.socket_path(), 1 << 20);
+  const int rc = app_->Connect(o);
+  EXPECT_EQ(rc, 0);
+  EchoResult r;
+  if (rc == 0) {
+    uint8_t head[8];
+    StoreHead(head, 0x5151, 0);
+    rpc::Message call;
+    call.Add(rpc::Piece{ByteSpan(head, 8), false, 0});
+    ASSERT_EQ(app_->client->Call(call, {}, [&](const rpc::ReplyView& v) { Collect(v, &r); }), 0);
+    EXPECT_TRUE(app_->PollUntil([&] { return r.done; }, 10000));
+  }
+  peer.join();
+  EXPECT_TRUE(served);
+  EXPECT_EQ(r.status, -EPROTO);
+  EXPECT_EQ(r.transport_error, static_cast<uint32_t>(ErrCode::kVers));
+  const RdmaCounters c = app_->client->counters();
+  EXPECT_EQ(c.err_vers_received, 1u);
+  EXPECT_EQ(c.error(RdmaError::kRdmaErrorReceived), 1u);
+  EXPECT_EQ(c.replies, 0u);
+  app_.reset();
 }
 
 }  // namespace

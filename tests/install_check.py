@@ -3,7 +3,7 @@
 they would use it.
 
 Installs the build into a scratch DESTDIR (meson install --destdir), then:
-  - the files are there: iwarpd, iwarpctl, iwarp-perf; libiwarp.so.4 with
+  - the files are there: iwarpd, iwarpctl, iwarp-perf, iwarp-rpc-perf; libiwarp.so.4 with
     its soname, libiwarp.pc, include/libiwarp/iwarp.h and iwarp.hpp; the
     systemd unit template iwarpd@.service; the example configurations;
   - libiwarp.so exports the C API (iwarp_*) and nothing else;
@@ -75,7 +75,7 @@ def main():
         check(len(daemons) == 1, "one iwarpd installed: %s" % daemons)
         root = os.path.dirname(os.path.dirname(daemons[0]))  # DESTDIR + prefix
         bindir = os.path.join(root, "bin")
-        for tool in ("iwarpd", "iwarpctl", "iwarp-perf"):
+        for tool in ("iwarpd", "iwarpctl", "iwarp-perf", "iwarp-rpc-perf"):
             check(os.access(os.path.join(bindir, tool), os.X_OK), "%s installed" % tool)
         so = glob.glob(os.path.join(root, "lib*", "**", "libiwarp.so.4"), recursive=True)
         check(len(so) == 1, "libiwarp.so.4 installed: %s" % so)

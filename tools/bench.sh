@@ -35,6 +35,12 @@
 #          two iwarpd daemons over net_memif: RDMA Write goodput at 4 KiB and
 #          64 KiB and 64-byte Send message rate, with ratios (root, hugepages;
 #          tools/sctp_bench.py)
+#        tools/bench.sh rpc [--count-null N] [--count-1m N] [--depth N]
+#          iwarp-rpc-perf: NULL round trip and 1 MiB echo goodput over
+#          RPC-over-RDMA on two iwarpd daemons (iWARP, net_memif, one
+#          busy-polling worker per core) next to the same program over kernel
+#          TCP on a veth pair, with ratios and per-busy-core figures (root,
+#          hugepages; tools/rpc_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -62,6 +68,12 @@ if [ "${1:-}" = sctp ]; then
   ninja -C build-release dataplane/iwarpd tools/iwarpctl
   exec python3 tools/sctp_bench.py --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl "$@"
+fi
+if [ "${1:-}" = rpc ]; then
+  shift
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/rpc/iwarp-rpc-perf
+  exec python3 tools/rpc_bench.py --iwarpd build-release/dataplane/iwarpd \
+    --iwarpctl build-release/tools/iwarpctl --rpc-perf build-release/tools/rpc/iwarp-rpc-perf "$@"
 fi
 if [ "${1:-}" = iwarp-perf ]; then
   shift
