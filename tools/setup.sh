@@ -21,7 +21,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev libpcap-dev
   python3 python3-pyelftools iproute2 iputils-ping tshark
   libtirpc-dev rpcbind
-  libnfs-dev libnfs-utils nfs-ganesha nfs-ganesha-vfs
+  libnfs-dev libnfs-utils
 )
 
 missing=()
