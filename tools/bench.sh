@@ -20,8 +20,9 @@
 #                                  [--memif-rsize N] [--repeat N]
 #          application QPs: iwarp-perf (libiwarp) server and client on two
 #          iwarpd daemons over net_memif (rings of 2^14 slots unless
-#          --memif-rsize N; MTU 1500: write_bw 4 KiB and 64 KiB,
-#          send_bw 64 B message rate, send_lat and write_lat 64 B round trips)
+#          --memif-rsize N; MTU 1500: write_bw 4 KiB and 64 KiB, read_bw
+#          64 KiB, send_bw 64 B message rate, send_lat and write_lat 64 B
+#          round trips)
 #          and over vhost-user (net_vhost / net_virtio_user: write_bw 4 KiB and
 #          64 KiB at MTU 1500 and 9000; net_pcap on a veth pair with --links
 #          ...,pcap), each next to the kernel TCP stack over a veth pair

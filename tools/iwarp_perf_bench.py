@@ -76,6 +76,9 @@ with the same pattern, in one run. Each row names the link iwarpd used:
                             share: the server's (receiving the Writes) and
                             the client's (sending them); a side near 100%
                             is the one that limits the row.
+  read_bw 64 KiB            iwarp-perf read_bw, memif rows at MTU 1500 only (Read
+                            Requests within the negotiated ORD/IRD; the kernel
+                            row beside it is its write of the same bytes).
   send_bw 64 B              iwarp-perf send_bw (messages per second).
                             Kernel: the same count of 64-byte writes on one
                             connection (TCP_NODELAY) until all are read.
@@ -359,6 +362,9 @@ def iwarpd_runs(args, with_small):
         if with_small:
             # Row: bytes, iterations, MiB/s, Mpps, ...: messages per second.
             out["s64"] = perf_pair(args, a, b, "send_bw", 64, args.count_send)[3] * 1e6
+            # RDMA Read goodput (the responder's IRD accounting and Read
+            # Response path); the kernel moves the same bytes one way.
+            out["r64k"] = perf_pair(args, a, b, "read_bw", 65536, args.count_64k)[2]
             # Row: bytes, iterations, t_min, t_max, t_typical (median), ...;
             # half the round trip for these two tests.
             for key, test, extra in (("slat", "send_lat", ()), ("wlat", "write_lat", ()),
@@ -573,7 +579,9 @@ def run_all(args, links):
             old = prev if prev is not None else {}
             rows += bw_rows(mtu, "memif", ours, kern, prev)
             if small:
-                rows += [("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
+                rows += [("read_bw 64 KiB, MTU %d, memif (MiB/s; kernel: write)" % mtu,
+                          ours["r64k"], kern["w64k"], True, old.get("r64k")),
+                         ("send_bw 64 B, MTU %d, memif (msg/s)" % mtu, ours["s64"], kern["s64"],
                           True, old.get("s64")),
                          ("send_lat 64 B RTT median, memif (us)", ours["slat"], kern["slat"],
                           False, old.get("slat")),
