@@ -209,7 +209,6 @@ struct WireEngine::Listener final : engine::MpaGateOwner {
 struct WireEngine::Pending final : tcp::TcpUser {
   WireEngine* eng = nullptr;
   bool used = false;
-  bool reported = false;
   bool dropped = false;    // reset by us: nothing to report
   bool detached = false;   // its QP was released: discard everything
   uint32_t request_id = 0;
@@ -248,7 +247,7 @@ struct WireEngine::Pending final : tcp::TcpUser {
     if (target != nullptr) {
       target->engine->OnClosed(c, reason);
       target->pending_slot = UINT32_MAX;
-    } else if (reported && !dropped && !detached) {
+    } else if (!dropped && !detached) {
       WireEvent ev;
       ev.type = WireEventType::kRequestGone;
       ev.request_id = request_id;
@@ -278,7 +277,6 @@ engine::GateDecision WireEngine::Listener::OnMpaRequest(tcp::ConnId conn,
     p.held_port = eng->options_.app_ports != nullptr ? tuple.local_port : 0;
     p.eng = eng;
     p.used = true;
-    p.reported = true;
     p.conn = conn;
     p.listener_id = id;
     p.since_us = eng->now_us_;
@@ -831,7 +829,7 @@ bool WireEngine::HandleCommand(const WireCommand& c) {
     case WireCommandType::kReject: {
       WireQpContext* qp = c.qp;
       Pending* p = FindPending(c.request_id);
-      if (p == nullptr || p->target != nullptr || p->dropped || p->detached || !p->reported) {
+      if (p == nullptr || p->target != nullptr || p->dropped || p->detached) {
         FailCommand(qp, ECONNRESET);
         break;
       }
@@ -1133,13 +1131,11 @@ uint32_t WireEngine::Poll(uint64_t now_us) {
           now_us_ - p.since_us > options_.pending_timeout_us) {
         // Unanswered: reset; the application's request id stops working.
         Bump(counters_->requests_refused);
-        if (p.reported) {
-          WireEvent ev;
-          ev.type = WireEventType::kRequestGone;
-          ev.request_id = p.request_id;
-          ev.listener_id = p.listener_id;
-          Emit(ev);
-        }
+        WireEvent ev;
+        ev.type = WireEventType::kRequestGone;
+        ev.request_id = p.request_id;
+        ev.listener_id = p.listener_id;
+        Emit(ev);
         p.dropped = true;
       }
       if (p.used && p.detached && now_us_ - p.since_us > options_.pending_timeout_us) {
