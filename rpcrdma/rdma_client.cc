@@ -183,7 +183,9 @@ int RdmaClient::Call(const rpc::Message& call, const rpc::CallOptions& options, 
   e->options = options;
   e->done = std::move(done);
   e->order = send_seq_++;
-  if (opt_.call_timeout_ms > 0) e->deadline_ms = NowMs() + opt_.call_timeout_ms;
+  // NowMs() truncates; the extra millisecond keeps a call from timing out
+  // before call_timeout_ms has fully passed.
+  if (opt_.call_timeout_ms > 0) e->deadline_ms = NowMs() + opt_.call_timeout_ms + 1;
   calls_.emplace(xid, std::move(e));
   queue_.push_back(xid);
   SendQueued();

@@ -607,7 +607,8 @@ int TcpClient::Call(const Message& call, const CallOptions& options, Done done) 
   if (!RecordHeader(call, p.header)) return -EMSGSIZE;
   p.call = call;
   p.done = std::move(done);
-  p.deadline_ms = NowMs() + options_.call_timeout_ms;
+  // NowMs() truncates; +1 so a call never times out early.
+  p.deadline_ms = NowMs() + options_.call_timeout_ms + 1;
   p.seq = next_seq_++;
   pending_.emplace(xid, std::move(p));
   ++counters_.calls;
