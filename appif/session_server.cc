@@ -966,6 +966,8 @@ int SessionServer::DoConnect(Session* s, const Message& req, size_t len, Message
   ev.request_id = cr->id;
   ev.private_data_len = r.private_data_len;
   std::memcpy(ev.private_data, r.private_data, r.private_data_len);
+  ev.peer_ip = 0x7f000001;  // loopback: a process on this host
+  ev.peer_port = static_cast<uint16_t>(qp->id);
   requests_.emplace(cr->id, std::move(cr));
   PostEvent(target->owner, ev);
   return 0;
@@ -1349,6 +1351,8 @@ void SessionServer::HandleWireEvent(const WireEvent& ev) {
       out.request_id = cr->id;
       out.private_data_len = std::min<uint32_t>(ev.private_data_len, kMaxPrivateData);
       std::memcpy(out.private_data, ev.private_data, out.private_data_len);
+      out.peer_ip = ev.peer_ip;
+      out.peer_port = ev.peer_port;
       requests_.emplace(cr->id, std::move(cr));
       Add(counters_->wire_requests, 1);
       PostEvent(lit->second->owner, out);

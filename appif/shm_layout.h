@@ -22,7 +22,7 @@ namespace iwarp::appif {
 // 2: transport in ListenReq / ConnectReq; 3: QpNotify after the RQ; 4: the
 // daemon wakes the application through pipes it makes (kOpen's event pipe,
 // kCreateCq's wake-up pipe) instead of the application's eventfds.
-inline constexpr uint32_t kAbiVersion = 4;
+inline constexpr uint32_t kAbiVersion = 5;
 inline constexpr uint32_t kMaxSge = 4;
 // RFC 5044 7.1: MPA allows 512; deployed peers (siw, cxgb4) take 256.
 inline constexpr uint32_t kMaxPrivateData = 256;
@@ -135,6 +135,11 @@ struct Event {
   uint32_t private_data_len = 0;
   uint32_t mpa_flags = 0;  // kEstablished: kEvMpa* bits of the connection
   uint8_t private_data[kMaxPrivateData] = {};
+  // kConnectRequest: the initiator's address (host order); 127.0.0.1 and
+  // the initiating QP's id as port for a loopback request.
+  uint32_t peer_ip = 0;
+  uint16_t peer_port = 0;
+  uint16_t reserved1 = 0;
 };
 
 // Event::mpa_flags of kEstablished: what the MPA exchange negotiated
@@ -144,7 +149,7 @@ inline constexpr uint32_t kEvMpaCrc = 1u << 1;         // FPDUs carry CRC32c
 inline constexpr uint32_t kEvMpaTxMarkers = 1u << 2;   // we insert Markers
 inline constexpr uint32_t kEvMpaRxMarkers = 1u << 3;   // the peer inserts Markers
 inline constexpr uint32_t kEvMpaSctp = 1u << 4;        // RDMA over SCTP (RFC 5043): no MPA at all
-static_assert(sizeof(Event) == 32 + kMaxPrivateData);
+static_assert(sizeof(Event) == 40 + kMaxPrivateData);
 
 // Placement notification of a QP (after its RQ). RFC 5040 gives the Data
 // Sink of an RDMA Write no completion, so the daemon counts the Write

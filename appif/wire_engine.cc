@@ -290,6 +290,8 @@ engine::GateDecision WireEngine::Listener::OnMpaRequest(tcp::ConnId conn,
     ev.type = WireEventType::kConnectRequest;
     ev.listener_id = id;
     ev.request_id = p.request_id;
+    ev.peer_ip = tuple.remote_addr;
+    ev.peer_port = tuple.remote_port;
     ev.private_data_len =
         static_cast<uint32_t>(std::min<size_t>(request.private_data.size(), kMaxPrivateData));
     std::memcpy(ev.private_data, request.private_data.data(), ev.private_data_len);

@@ -199,6 +199,8 @@ struct WireEvent {
   uint32_t mpa_flags = 0;  // kEstablished: kEvMpa* (shm_layout.h)
   uint32_t private_data_len = 0;
   uint8_t private_data[kMaxPrivateData] = {};
+  uint32_t peer_ip = 0;     // kConnectRequest: the initiator's address (host order)
+  uint16_t peer_port = 0;
 };
 
 struct WireEngineOptions {

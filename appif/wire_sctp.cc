@@ -248,6 +248,8 @@ void WireEngine::SctpAssoc::OnInitiate(uint16_t stream, ByteSpan private_data) {
   ev.type = WireEventType::kConnectRequest;
   ev.listener_id = listener_id;
   ev.request_id = slot->request_id;
+  ev.peer_ip = handle->remote_ip();
+  ev.peer_port = handle->remote_port();
   // The application sees its peer's private data, after the IRD/ORD block.
   ev.private_data_len = std::min<uint32_t>(slot->len - mpa::kIrdOrdSize, kMaxPrivateData);
   std::memcpy(ev.private_data, slot->pd + mpa::kIrdOrdSize, ev.private_data_len);

@@ -37,6 +37,7 @@ static_assert(offsetof(iwarp_wc, status) == offsetof(ai::Cqe, status));
 static_assert(offsetof(iwarp_wc, term_code) == offsetof(ai::Cqe, term_code));
 static_assert(sizeof(iwarp_event) == sizeof(ai::Event));
 static_assert(offsetof(iwarp_event, private_data) == offsetof(ai::Event, private_data));
+static_assert(offsetof(iwarp_event, peer_ipv4) == offsetof(ai::Event, peer_ip));
 static_assert(sizeof(iwarp_sge) == sizeof(ai::Sge));
 static_assert(IWARP_MAX_SGE == ai::kMaxSge && IWARP_MAX_PRIVATE_DATA == ai::kMaxPrivateData);
 static_assert(IWARP_WR_RDMA_READ == static_cast<int>(ai::WrOpcode::kRdmaRead));
@@ -421,6 +422,26 @@ int iwarp_cq_wait(iwarp_cq* cq, int timeout_ms) {
         return true;
       },
       [cq] { cq->ring.CancelWait(); });
+}
+
+int iwarp_cq_fd(const iwarp_cq* cq) { return cq->wake.get(); }
+
+int iwarp_cq_arm(iwarp_cq* cq) {
+  if (cq->s->dead) return -EPIPE;
+  DrainPipe(cq->wake.get());
+  if (!cq->ring.PrepareToWait()) return 0;
+  cq->ring.CancelWait();
+  return 1;
+}
+
+int iwarp_event_fd(const iwarp_session* s) { return s->eventfd.get(); }
+
+int iwarp_event_arm(iwarp_session* s) {
+  if (s->dead) return -EPIPE;
+  DrainPipe(s->eventfd.get());
+  if (!s->eq.PrepareToWait()) return 0;
+  s->eq.CancelWait();
+  return 1;
 }
 
 uint64_t iwarp_qp_writes_placed(const iwarp_qp* qp) {

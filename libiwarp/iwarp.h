@@ -190,6 +190,13 @@ struct iwarp_event {
   uint32_t private_data_len;
   uint32_t mpa_flags; /* ESTABLISHED: enum iwarp_mpa_state bits */
   uint8_t private_data[IWARP_MAX_PRIVATE_DATA];
+  /* CONNECT_REQUEST: who asks, for the application's access checks. On the
+   * wire the initiator's IPv4 address (host byte order) and TCP or SCTP
+   * port; a loopback request (a process of this host, through the same
+   * daemon) gives 127.0.0.1. 0 in other events. */
+  uint32_t peer_ipv4;
+  uint16_t peer_port;
+  uint16_t reserved1;
 };
 
 /* iwarp_event.mpa_flags of IWARP_EVENT_ESTABLISHED: the negotiated MPA
@@ -274,6 +281,28 @@ int iwarp_poll_cq(struct iwarp_cq* cq, struct iwarp_wc* wc, int max);
 /* Blocks until the CQ holds a completion (0), `timeout_ms` passes
  * (-ETIMEDOUT; -1 waits forever) or the daemon is gone (-EPIPE). */
 int iwarp_cq_wait(struct iwarp_cq* cq, int timeout_ms);
+
+/* Event-loop integration (an application that waits for CQs, events and
+ * its own descriptors in one poll / epoll set instead of iwarp_cq_wait):
+ *
+ *   iwarp_cq_fd(cq) is the read end of the CQ's wake-up pipe; it polls
+ *   readable (POLLIN) after the daemon rang an armed CQ, and POLLHUP once
+ *   the daemon is gone. iwarp_cq_arm(cq) asks for one wake-up at the next
+ *   completion: it returns 1 when completions are already waiting (nothing
+ *   armed: poll the CQ instead of sleeping) and 0 once armed. The loop:
+ *   drain with iwarp_poll_cq, arm, and sleep only on 0.
+ *
+ *   iwarp_event_fd(s) / iwarp_event_arm(s) are the same for the session's
+ *   connection events (read with iwarp_get_event(s, ev, 0)).
+ *
+ * An arm is one-shot (the daemon clears it when it rings). Arming empties
+ * the wake-up pipe, so a descriptor left readable by an earlier ring stops
+ * being reported. One thread at a time waits on a CQ, this way or with
+ * iwarp_cq_wait. Both return -EPIPE when the daemon is gone. */
+int iwarp_cq_fd(const struct iwarp_cq* cq);
+int iwarp_cq_arm(struct iwarp_cq* cq);
+int iwarp_event_fd(const struct iwarp_session* s);
+int iwarp_event_arm(struct iwarp_session* s);
 
 int iwarp_create_qp(struct iwarp_session* s, const struct iwarp_qp_attr* attr,
                     struct iwarp_qp** out);

@@ -376,6 +376,62 @@ TEST_F(Loopback, BlockingWaitWakesOnCompletion) {
   EXPECT_GE(host_.stats().doorbells, doorbells + 1);
 }
 
+// An application's own event loop (poll on iwarp_cq_fd / iwarp_event_fd):
+// an armed CQ's descriptor turns readable at the completion and not before;
+// arming with a completion already waiting says so instead of arming; the
+// session's events work the same way; and a lost daemon hangs both up.
+TEST_F(Loopback, EventLoopDescriptorsWakeOnlyWhenArmed) {
+  uint32_t lid = 0;
+  iwarp_addr addr{0, 7000};
+  ASSERT_EQ(iwarp_listen(a_.s, &addr, &lid), 0);
+  ASSERT_EQ(iwarp_event_arm(a_.s), 0);
+  pollfd ep{iwarp_event_fd(a_.s), POLLIN, 0};
+  EXPECT_EQ(poll(&ep, 1, 50), 0);  // nothing yet
+  ASSERT_EQ(iwarp_connect(b_.qp, &addr, "pd-b", 4), 0);
+  ASSERT_EQ(poll(&ep, 1, 5000), 1);
+  iwarp_event ev{};
+  ASSERT_EQ(iwarp_get_event(a_.s, &ev, 0), 1);
+  EXPECT_EQ(ev.type, IWARP_EVENT_CONNECT_REQUEST);
+  ASSERT_EQ(iwarp_accept(a_.s, ev.request_id, a_.qp, "pd-a", 4), 0);
+  b_.Event(IWARP_EVENT_ESTABLISHED);
+  // ESTABLISHED may already be queued for A: then arming says so.
+  int armed = iwarp_event_arm(a_.s);
+  ASSERT_GE(armed, 0);
+  if (armed == 0) {
+    ASSERT_EQ(poll(&ep, 1, 5000), 1);
+  }
+  ASSERT_EQ(iwarp_get_event(a_.s, &ev, 0), 1);
+  EXPECT_EQ(ev.type, IWARP_EVENT_ESTABLISHED);
+
+  a_.PostRecv(1, a_.mr.addr, 64, a_.mr.stag);
+  ASSERT_EQ(iwarp_cq_arm(a_.cq), 0);
+  pollfd cp{iwarp_cq_fd(a_.cq), POLLIN, 0};
+  EXPECT_EQ(poll(&cp, 1, 100), 0);  // armed, no completion: no wake-up
+  b_.Post(1, IWARP_WR_SEND, b_.mr.addr, 4, b_.mr.stag);
+  ASSERT_EQ(poll(&cp, 1, 5000), 1);
+  EXPECT_TRUE(cp.revents & POLLIN);
+  // Not drained yet: arming reports the waiting completion.
+  EXPECT_EQ(iwarp_cq_arm(a_.cq), 1);
+  iwarp_wc wc{};
+  ASSERT_EQ(iwarp_poll_cq(a_.cq, &wc, 1), 1);
+  EXPECT_EQ(wc.wr_id, 1u);
+  // Drained and re-armed: the old ring's byte is gone, so no stale wake-up.
+  ASSERT_EQ(iwarp_cq_arm(a_.cq), 0);
+  EXPECT_EQ(poll(&cp, 1, 50), 0);
+  // B's send completion is there for B's loop, armed or not.
+  EXPECT_EQ(b_.Wc().status, IWARP_WC_SUCCESS);
+
+  host_.Stop();
+  ASSERT_EQ(poll(&cp, 1, 5000), 1);
+  EXPECT_TRUE(cp.revents & POLLHUP);
+  ASSERT_EQ(poll(&ep, 1, 5000), 1);
+  while (iwarp_get_event(a_.s, &ev, 0) == 1 && ev.type != IWARP_EVENT_DEVICE_FATAL) {
+  }
+  EXPECT_EQ(ev.type, IWARP_EVENT_DEVICE_FATAL);
+  EXPECT_EQ(iwarp_cq_arm(a_.cq), -EPIPE);
+  EXPECT_EQ(iwarp_event_arm(a_.s), -EPIPE);
+}
+
 // RFC 5040 gives the target of an RDMA Write no completion; the QP's
 // placed-Write count stands in. A sleeping waiter is woken by the Write
 // (not by its timeout), sees every byte, and the count is 1; a zero-length

@@ -112,6 +112,9 @@ class RdmaServer::Conn final : public rpc::ServerConnection {
 
 int RdmaServer::Conn::Open(const iwarp_event& req) {
   const RdmaServerOptions& o = srv_.opt_;
+  // Who asks (the upper layer's access checks, e.g. NFS export clients).
+  peer_ip_ = req.peer_ipv4;
+  peer_port_ = req.peer_port;
   // RFC 8797: the client's sizes; without private data, RFC 8166's 1024.
   CmPrivateData peer;
   if (DecodeCmPrivateData(ByteSpan(req.private_data, std::min<uint32_t>(req.private_data_len,
@@ -642,6 +645,9 @@ int RdmaServer::DrainEvents() {
       case IWARP_EVENT_CONNECT_REQUEST:
         OnConnectRequest(ev);
         break;
+      case IWARP_EVENT_DEVICE_FATAL:
+        device_lost_ = true;
+        break;
       case IWARP_EVENT_DISCONNECTED:
       case IWARP_EVENT_QP_ERROR:
       case IWARP_EVENT_CONNECT_ERROR:
@@ -673,6 +679,18 @@ int RdmaServer::DrainCq() {
     if (c != nullptr) total += c->PumpTx();
   }
   return total;
+}
+
+int RdmaServer::Arm() {
+  if (cq_ == nullptr) return -EINVAL;
+  if (!graveyard_.empty()) return 1;
+  const int e = iwarp_event_arm(s_);
+  if (e != 0) return e;
+  return iwarp_cq_arm(cq_);
+}
+
+std::array<int, 2> RdmaServer::wait_fds() const {
+  return {iwarp_event_fd(s_), cq_ != nullptr ? iwarp_cq_fd(cq_) : -1};
 }
 
 int RdmaServer::Poll(int timeout_ms) {

@@ -34,6 +34,7 @@
 #ifndef IWARPD_RPCRDMA_RDMA_TRANSPORT_H_
 #define IWARPD_RPCRDMA_RDMA_TRANSPORT_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -132,6 +133,18 @@ class RdmaServer {
   // Ends every connection (handlers see OnDisconnect).
   void DisconnectAll();
   size_t connection_count() const;
+
+  // Event-loop integration, for a caller that sleeps in its own poll /
+  // epoll set beside other descriptors: after Poll(0) found nothing, Arm()
+  // returns 1 if work came in meanwhile (Poll again, do not sleep), 0 once
+  // the two descriptors of wait_fds() will turn readable at the next event
+  // or completion, -EPIPE when the daemon is gone. Started servers only.
+  int Arm();
+  std::array<int, 2> wait_fds() const;
+  // The daemon went away (IWARP_EVENT_DEVICE_FATAL): nothing more will be
+  // served; the owner should end (a service manager restarts it with the
+  // daemon).
+  bool device_lost() const { return device_lost_; }
   RdmaCounters counters() const { return counters_; }
 
  private:
@@ -156,6 +169,7 @@ class RdmaServer {
   std::vector<std::unique_ptr<Conn>> conns_;  // index = connection slot
   std::vector<std::unique_ptr<Conn>> graveyard_;  // ended, freed at the next Poll
   uint16_t next_gen_ = 1;
+  bool device_lost_ = false;
   RdmaCounters counters_;
 };
 

@@ -3,21 +3,21 @@
 they would use it.
 
 Installs the build into a scratch DESTDIR (meson install --destdir), then:
-  - the files are there: iwarpd, iwarpctl, iwarp-perf, iwarp-rpc-perf; libiwarp.so.4 with
+  - the files are there: iwarpd, iwarpctl, iwarp-perf, iwarp-rpc-perf; libiwarp.so.5 with
     its soname, libiwarp.pc, include/libiwarp/iwarp.h and iwarp.hpp; the
     systemd unit template iwarpd@.service; the example configurations;
   - libiwarp.so exports the C API (iwarp_*) and nothing else;
   - two applications outside the tree (tests/install_app/: a C program and
     a C++ one on iwarp.hpp) build with `pkg-config --cflags --libs libiwarp`
     against the installed tree only (PKG_CONFIG_SYSROOT_DIR) and link
-    libiwarp.so.4;
+    libiwarp.so.5;
   - the installed iwarpd checks the installed example configuration
     (--check-config, the unit's ExecStartPre);
   - the unit template passes `systemd-analyze verify` with no complaint (its
     paths pointed into DESTDIR), when systemd-analyze is installed;
   - as root: the installed iwarpd runs (net_tap port in a private network
     namespace, as dataplane_integration.py), and both applications run
-    against it with the installed libiwarp.so.4: an RDMA Write between two
+    against it with the installed libiwarp.so.5: an RDMA Write between two
     sessions, its bytes compared.
 
   install_check.py --build-root DIR --cc CC --cxx CXX [--sanitize VALUE]
@@ -77,17 +77,17 @@ def main():
         bindir = os.path.join(root, "bin")
         for tool in ("iwarpd", "iwarpctl", "iwarp-perf", "iwarp-rpc-perf"):
             check(os.access(os.path.join(bindir, tool), os.X_OK), "%s installed" % tool)
-        so = glob.glob(os.path.join(root, "lib*", "**", "libiwarp.so.4"), recursive=True)
-        check(len(so) == 1, "libiwarp.so.4 installed: %s" % so)
+        so = glob.glob(os.path.join(root, "lib*", "**", "libiwarp.so.5"), recursive=True)
+        check(len(so) == 1, "libiwarp.so.5 installed: %s" % so)
         libdir = os.path.dirname(so[0])
         check(os.path.islink(os.path.join(libdir, "libiwarp.so")), "libiwarp.so link for -liwarp")
-        dyn = must(["readelf", "-d", so[0]], "readelf libiwarp.so.4")
-        check("Library soname: [libiwarp.so.4]" in dyn, "soname libiwarp.so.4")
+        dyn = must(["readelf", "-d", so[0]], "readelf libiwarp.so.5")
+        check("Library soname: [libiwarp.so.5]" in dyn, "soname libiwarp.so.5")
         check("RPATH" not in dyn, "no build-tree run path left (RPATH, RUNPATH)")
-        syms = must(["nm", "-D", "--defined-only", so[0]], "nm libiwarp.so.4").split()
+        syms = must(["nm", "-D", "--defined-only", so[0]], "nm libiwarp.so.5").split()
         names = syms[2::3]  # address, type, name
         exported = [n for n in names if n.startswith("iwarp_")]
-        other = [n for n in names if not n.startswith("iwarp_") and n != "LIBIWARP_4"]
+        other = [n for n in names if not n.startswith("iwarp_") and n != "LIBIWARP_5"]
         check(len(exported) >= 30 and not other,
               "only the C API is exported (%d iwarp_ functions; others: %s)" %
               (len(exported), other[:10]))
@@ -120,8 +120,8 @@ def main():
              [os.path.join(app_dir, "wrapper.cc"), "-o", cxx_app] + flags,
              "a C++ application on iwarp.hpp builds against the installed libiwarp")
         for app in (c_app, cxx_app):
-            check("Shared library: [libiwarp.so.4]" in must(["readelf", "-d", app], "readelf"),
-                  "%s links libiwarp.so.4" % os.path.basename(app))
+            check("Shared library: [libiwarp.so.5]" in must(["readelf", "-d", app], "readelf"),
+                  "%s links libiwarp.so.5" % os.path.basename(app))
 
         # The operator's side: the unit's ExecStartPre on an installed example.
         out = must([os.path.join(bindir, "iwarpd"), "--check-config",
