@@ -245,6 +245,61 @@ absl::StatusOr<NfsdConfig> ParseNfsdConfig(std::string_view text, std::string_vi
                        }}});
   };
 
+  auto rdma = [&](const YAML::Node&, const YAML::Node& v, const std::string& path) {
+    c.rdma.enabled = true;
+    return l.WalkMap(
+        v, v.Mark(), path,
+        {{"socket",
+          [&](const YAML::Node& k, const YAML::Node& x, const std::string& p) {
+            constexpr std::string_view kAllowed = "allowed values: the absolute path of iwarpd's application socket";
+            if (!l.Scalar(k, x, p, &c.rdma.socket, kAllowed)) return false;
+            if (!NormalPath(c.rdma.socket)) return l.Fail(x.Mark(), p, Cat(Quote(c.rdma.socket), " is not normal"), kAllowed);
+            return true;
+          }},
+         {"address",
+          [&](const YAML::Node& k, const YAML::Node& x, const std::string& p) {
+            constexpr std::string_view kAllowed = "allowed values: an IPv4 address of the daemon, 0.0.0.0 for all";
+            std::string raw;
+            if (!l.Scalar(k, x, p, &raw, kAllowed)) return false;
+            if (!ParseIpv4(raw, &c.rdma.ipv4)) return l.Fail(x.Mark(), p, Cat(Quote(raw), " is not an IPv4 address"), kAllowed);
+            return true;
+          }},
+         {"port",
+          [&](const YAML::Node& k, const YAML::Node& x, const std::string& p) {
+            uint64_t v64;
+            if (!l.Uint(k, x, p, 1, 65535, &v64)) return false;
+            c.rdma.port = static_cast<uint16_t>(v64);
+            return true;
+          }},
+         {"transport",
+          [&](const YAML::Node& k, const YAML::Node& x, const std::string& p) {
+            constexpr std::string_view kAllowed = "allowed values: tcp (iWARP over MPA/TCP), sctp (RDMA over SCTP)";
+            std::string raw;
+            if (!l.Scalar(k, x, p, &raw, kAllowed)) return false;
+            if (raw == "tcp") {
+              c.rdma.sctp = false;
+            } else if (raw == "sctp") {
+              c.rdma.sctp = true;
+            } else {
+              return l.Fail(x.Mark(), p, Cat(Quote(raw), " is not a known transport"), kAllowed);
+            }
+            return true;
+          }},
+         {"credits",
+          [&](const YAML::Node& k, const YAML::Node& x, const std::string& p) {
+            uint64_t v64;
+            if (!l.Uint(k, x, p, 1, 128, &v64)) return false;
+            c.rdma.credits = static_cast<uint32_t>(v64);
+            return true;
+          }},
+         {"max_connections", [&](const YAML::Node& k, const YAML::Node& x, const std::string& p) {
+            uint64_t v64;
+            if (!l.Uint(k, x, p, 1, 64, &v64)) return false;
+            c.rdma.max_connections = static_cast<uint32_t>(v64);
+            return true;
+          }}});
+  };
+
   auto one_export = [&](const YAML::Node& item, const std::string& path, Export* e) {
     bool have_id = false;
     YAML::Mark path_mark = item.Mark();
@@ -343,6 +398,7 @@ absl::StatusOr<NfsdConfig> ParseNfsdConfig(std::string_view text, std::string_vi
         },
         "add 'version: 1' as the first line"},
        {"listen", listen},
+       {"rdma", rdma},
        {"state_dir",
         [&](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
           constexpr std::string_view kAllowed = "allowed values: an absolute directory path";

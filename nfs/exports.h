@@ -50,6 +50,19 @@ struct Export {
 
 enum class RpcbindMode { kAuto, kOn, kOff };
 
+// NFS over RPC-over-RDMA (RFC 8166, RFC 8267) through an iwarpd instance:
+// iwarp-nfsd is an application of that daemon (libiwarp) and listens on its
+// data-plane address. Off unless the configuration has an `rdma:` section.
+struct RdmaListen {
+  bool enabled = false;
+  std::string socket;       // iwarpd's application socket; "" = libiwarp's default
+  uint32_t ipv4 = 0;        // 0: every address of the daemon
+  uint16_t port = 20049;    // NFS/RDMA's port
+  bool sctp = false;        // RDMA over SCTP (RFC 5043) instead of MPA/TCP
+  uint32_t credits = 32;    // RPC-over-RDMA credits granted per connection
+  uint32_t max_connections = 8;
+};
+
 struct NfsdConfig {
   uint32_t listen_ipv4 = 0;   // 0: every address
   uint16_t nfs_port = 2049;
@@ -57,6 +70,7 @@ struct NfsdConfig {
   std::string state_dir = "/var/lib/iwarp-nfsd";
   uint32_t io_threads = 4;
   RpcbindMode rpcbind = RpcbindMode::kAuto;
+  RdmaListen rdma;
   // Where SIGUSR1 writes the counters; empty: STATE_DIR/stats.
   std::string stats_file;
   std::vector<Export> exports;

@@ -1,9 +1,12 @@
-// iwarp-nfs: an NFSv3 client on the ClientTransport interface (TCP today).
+// iwarp-nfs: an NFSv3 client over TCP or over RPC-over-RDMA through iwarpd.
 //
 //   iwarp-nfs [OPTIONS] ls [PATH] | stat PATH | get REMOTE LOCAL | put LOCAL REMOTE
 //             | rm PATH | mkdir PATH | bench [--size-mib N] [--qd N] [--seconds S] [--file NAME]
-//   OPTIONS: --server A.B.C.D (127.0.0.1)  --port P (2049)  --mount-port Q (20048)
-//            --export PATH (required)  --uid U --gid G (the caller's)
+//   OPTIONS: --server A.B.C.D (127.0.0.1)  --port P (2049; 20049 with --rdma)
+//            --mount-port Q (20048)  --export PATH (required)  --uid U --gid G (the caller's)
+//            --rdma tcp|sctp: NFS over RPC-over-RDMA (RFC 8267) on iWARP (MPA/TCP) or
+//              RDMA over SCTP, through the iwarpd instance at --socket PATH (libiwarp's
+//              default); MOUNT then goes on the same RDMA connection
 //
 // bench: sequential 1 MiB writes and reads over a file of --size-mib, then
 // random 4 KiB reads and writes for --seconds each, --qd calls in flight;
@@ -16,13 +19,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "libiwarp/iwarp.h"
 #include "nfs/exports.h"
 #include "nfs/nfs_client.h"
+#include "rpcrdma/rdma_transport.h"
 #include "rpcrdma/rpc_tcp.h"
 
 namespace iwarp::nfs {
@@ -31,8 +37,12 @@ namespace {
 int Usage() {
   std::fprintf(stderr,
                "usage: iwarp-nfs --export PATH [--server A.B.C.D] [--port P] [--mount-port Q] [--uid U] [--gid G]\n"
+               "                 [--rdma tcp|sctp [--socket IWARPD_SOCKET]]\n"
                "                 ls [PATH] | stat PATH | get REMOTE LOCAL | put LOCAL REMOTE | rm PATH |\n"
-               "                 mkdir PATH | bench [--size-mib N] [--qd N] [--seconds S] [--file NAME]\n");
+               "                 mkdir PATH | bench [--size-mib N] [--qd N] [--seconds S] [--file NAME]\n"
+               "  --port: NFS port (2049 over TCP, 20049 with --rdma)\n"
+               "  --rdma: NFS over RPC-over-RDMA through the iwarpd instance at --socket (iWARP on tcp,\n"
+               "          or RDMA over SCTP); MOUNT goes on the same connection\n");
   return 2;
 }
 
@@ -57,7 +67,44 @@ const char* TypeChar(Ftype3 t) {
   }
 }
 
+// The client's 1 MiB data buffers: registered with iwarpd when NFS runs
+// over RDMA, so that WRITE data is read by the server's RDMA Read straight
+// from them (STag non-zero); heap memory over TCP.
+class DataBuffers {
+ public:
+  DataBuffers(iwarp_session* s, uint32_t pd) : s_(s), pd_(pd) {}
+  ~DataBuffers() {
+    for (auto& [mem, stag] : regs_) iwarp_dereg_mr(s_, stag);
+  }
+  struct Buf {
+    MutableByteSpan span;
+    uint32_t stag = 0;
+  };
+  Buf Get(size_t size) {
+    if (s_ != nullptr) {
+      void* m = nullptr;
+      iwarp_mr mr{};
+      if (iwarp_mem_alloc(s_, size, 0, &m) == 0 &&
+          iwarp_reg_mr(s_, pd_, m, size, IWARP_ACCESS_LOCAL_WRITE | IWARP_ACCESS_REMOTE_READ | IWARP_ACCESS_REMOTE_WRITE,
+                       &mr) == 0) {
+        regs_.emplace_back(m, mr.stag);
+        return Buf{MutableByteSpan(static_cast<uint8_t*>(m), size), mr.stag};
+      }
+    }
+    heap_.emplace_back(size);
+    return Buf{MutableByteSpan(heap_.back().data(), size), 0};
+  }
+
+ private:
+  iwarp_session* s_;
+  uint32_t pd_;
+  std::vector<std::pair<void*, uint32_t>> regs_;
+  std::deque<std::vector<uint8_t>> heap_;
+};
+
 using Clock = std::chrono::steady_clock;
+constexpr size_t kIoSize = 1 << 20;  // bytes per READ / WRITE of get and put
+constexpr uint64_t kCommitWindow = uint64_t{64} << 20;  // put: bytes between COMMITs
 
 struct BenchResult {
   std::string name;
@@ -118,7 +165,7 @@ void PrintRow(const BenchResult& r) {
               l.empty() ? 0.0 : l.back(), static_cast<unsigned long>(r.ops));
 }
 
-int Bench(NfsClient& c, const Fh3& root, int argc, char** argv) {
+int Bench(NfsClient& c, DataBuffers& bufs, const Fh3& root, int argc, char** argv) {
   uint64_t size_mib = 64;
   int qd = 8;
   double seconds = 5;
@@ -135,14 +182,16 @@ int Bench(NfsClient& c, const Fh3& root, int argc, char** argv) {
   auto fh = c.Create(root, file, 0644, CreateMode::kUnchecked);
   if (!fh.ok()) return Fail(fh.status());
   const uint64_t size = size_mib << 20;
-  std::vector<uint8_t> wbuf(1 << 20);
-  getrandom(wbuf.data(), wbuf.size(), 0);
-  std::vector<std::vector<uint8_t>> rbufs(qd, std::vector<uint8_t>(1 << 20));
+  const DataBuffers::Buf wbuf = bufs.Get(1 << 20);
+  getrandom(wbuf.span.data(), wbuf.span.size(), 0);
   RpcCaller& rpc = c.nfs();
   std::mt19937_64 rng(42);
   // Per-call argument storage (alive until the call completes).
   std::vector<WriteArgs> wargs(static_cast<size_t>(qd) * 2);
   std::vector<ReadArgs> rargs(static_cast<size_t>(qd) * 2);
+  // READ data lands here (over RDMA: placed by the server's RDMA Write).
+  std::vector<DataBuffers::Buf> rbufs;
+  for (size_t k = 0; k < rargs.size(); ++k) rbufs.push_back(bufs.Get(1 << 20));
   auto write_op = [&](uint32_t len, bool random) {
     return [&, len, random](uint64_t i, RpcCaller::Done done) {
       WriteArgs& a = wargs[i % wargs.size()];
@@ -150,8 +199,8 @@ int Bench(NfsClient& c, const Fh3& root, int argc, char** argv) {
       a.offset = random ? (rng() % (size / len)) * len : i * len;
       a.count = len;
       a.stable = StableHow::kUnstable;
-      a.data = ByteSpan(wbuf.data(), len);
-      return rpc.Start(static_cast<uint32_t>(Proc3::kWrite), 256, [&a](XdrEncoder& e) { Encode(e, a); },
+      a.data = ByteSpan(wbuf.span.data(), len);
+      return rpc.Start(static_cast<uint32_t>(Proc3::kWrite), 256, [&a, &wbuf](XdrEncoder& e) { Encode(e, a, wbuf.stag); },
                        [](XdrDecoder& d) {
                          WriteRes res;
                          return Decode(d, &res) && res.status == NfsStat3::kOk;
@@ -165,12 +214,17 @@ int Bench(NfsClient& c, const Fh3& root, int argc, char** argv) {
       a.file = *fh;
       a.offset = random ? (rng() % (size / len)) * len : i * len;
       a.count = len;
-      return rpc.Start(static_cast<uint32_t>(Proc3::kRead), 256, [&a](XdrEncoder& e) { Encode(e, a); },
-                       [len](XdrDecoder& d) {
-                         ReadRes res;
-                         return Decode(d, &res) && res.status == NfsStat3::kOk && res.count == len;
-                       },
-                       std::move(done));
+      rpc::CallOptions o;
+      const DataBuffers::Buf& sink = rbufs[i % rbufs.size()];
+      o.ddp_sinks[0] = rpc::ReplySink{sink.span.first(len), sink.stag};
+      o.ddp_sink_count = 1;
+      return rpc.Start(
+          static_cast<uint32_t>(Proc3::kRead), 256, [&a](XdrEncoder& e) { Encode(e, a); },
+          [len](XdrDecoder& d) {
+            ReadRes res;
+            return Decode(d, &res) && res.status == NfsStat3::kOk && res.count == len;
+          },
+          std::move(done), o);
     };
   };
   std::printf("iwarp-nfs bench: file %s, %lu MiB, queue depth %d\n", file.c_str(),
@@ -191,8 +245,8 @@ int Bench(NfsClient& c, const Fh3& root, int argc, char** argv) {
 
 int Main(int argc, char** argv) {
   uint32_t server = 0x7f000001;
-  uint16_t port = 2049, mount_port = 20048;
-  std::string export_path;
+  uint16_t port = 0, mount_port = 20048;
+  std::string export_path, rdma, socket;
   uint32_t uid = getuid(), gid = getgid();
   int i = 1;
   for (; i < argc && std::strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -206,6 +260,11 @@ int Main(int argc, char** argv) {
       mount_port = static_cast<uint16_t>(std::atoi(v.c_str()));
     } else if (k == "--export") {
       export_path = v;
+    } else if (k == "--rdma") {
+      if (v != "tcp" && v != "sctp") return Usage();
+      rdma = v;
+    } else if (k == "--socket") {
+      socket = v;
     } else if (k == "--uid") {
       uid = static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 10));
     } else if (k == "--gid") {
@@ -216,17 +275,55 @@ int Main(int argc, char** argv) {
   }
   if (i >= argc || export_path.empty()) return Usage();
   const std::string cmd = argv[i++];
-  rpc::TcpClientOptions o;
-  o.server_ipv4 = server;
-  o.server_port = mount_port;
-  auto mt = rpc::TcpClient::Connect(o);
-  if (!mt.ok()) return Fail(mt.status());
-  o.server_port = port;
-  auto nt = rpc::TcpClient::Connect(o);
-  if (!nt.ok()) return Fail(nt.status());
+  iwarp_session* session = nullptr;
+  uint32_t pd = 0;
+  struct SessionCloser {  // last: after everything that uses the session
+    iwarp_session** s;
+    ~SessionCloser() {
+      if (*s != nullptr) iwarp_close(*s);
+    }
+  } closer{&session};
+  std::unique_ptr<rpc::TcpClient> mount_tcp, nfs_tcp;
+  std::unique_ptr<rpcrdma::RdmaClient> nfs_rdma;
+  rpc::ClientTransport* mt = nullptr;
+  rpc::ClientTransport* nt = nullptr;
+  if (!rdma.empty()) {
+    if (int e = iwarp_open(socket.empty() ? nullptr : socket.c_str(), &session); e != 0) {
+      return Fail(absl::UnavailableError(std::string("cannot reach iwarpd at ") +
+                                         (socket.empty() ? "the default socket" : socket) + ": " + strerror(-e)));
+    }
+    if (iwarp_alloc_pd(session, &pd) != 0) return Fail(absl::UnavailableError(iwarp_last_error(session)));
+    rpcrdma::RdmaClientOptions ro;
+    ro.server = iwarp_addr{server, port != 0 ? port : uint16_t{20049}};
+    ro.transport = rdma == "sctp" ? IWARP_TRANSPORT_SCTP : IWARP_TRANSPORT_TCP;
+    // Ride out a server restart (about 16 s of attempts, 20 ms more apart
+    // each time); calls in flight are sent again after the reconnect.
+    ro.reconnect_attempts = 40;
+    nfs_rdma = std::make_unique<rpcrdma::RdmaClient>(session, pd, ro);
+    if (int e = nfs_rdma->Connect(); e != 0) {
+      return Fail(absl::UnavailableError(std::string("NFS/RDMA connection to port ") +
+                                         std::to_string(ro.server.port) + " failed: " + strerror(-e) + " (" +
+                                         iwarp_last_error(session) + ")"));
+    }
+    mt = nt = nfs_rdma.get();
+  } else {
+    rpc::TcpClientOptions o;
+    o.server_ipv4 = server;
+    o.server_port = mount_port;
+    auto m = rpc::TcpClient::Connect(o);
+    if (!m.ok()) return Fail(m.status());
+    mount_tcp = std::move(*m);
+    o.server_port = port != 0 ? port : uint16_t{2049};
+    auto n = rpc::TcpClient::Connect(o);
+    if (!n.ok()) return Fail(n.status());
+    nfs_tcp = std::move(*n);
+    mt = mount_tcp.get();
+    nt = nfs_tcp.get();
+  }
+  DataBuffers bufs(session, pd);
   char host[64] = "iwarp-nfs";
   gethostname(host, sizeof(host) - 1);
-  NfsClient c(**mt, **nt, AuthSysCred(uid, gid, host));
+  NfsClient c(*mt, *nt, AuthSysCred(uid, gid, host));
   auto root = c.Mount(export_path);
   if (!root.ok()) return Fail(root.status());
   const int rest = argc - i;
@@ -259,12 +356,12 @@ int Main(int argc, char** argv) {
     auto fh = c.Resolve(*root, args[0]);
     if (!fh.ok()) return Fail(fh.status());
     std::ofstream out(args[1], std::ios::binary | std::ios::trunc);
-    std::vector<uint8_t> buf(1 << 20);
+    const DataBuffers::Buf buf = bufs.Get(kIoSize);
     uint64_t off = 0;
     for (bool eof = false; !eof;) {
-      auto n = c.Read(*fh, off, buf, &eof);
+      auto n = c.Read(*fh, off, buf.span, &eof, buf.stag);
       if (!n.ok()) return Fail(n.status());
-      out.write(reinterpret_cast<const char*>(buf.data()), *n);
+      out.write(reinterpret_cast<const char*>(buf.span.data()), *n);
       off += *n;
       if (*n == 0) break;
     }
@@ -282,18 +379,50 @@ int Main(int argc, char** argv) {
     Sattr3 trunc;
     trunc.set_size = true;
     if (absl::Status st = c.Setattr(*fh, trunc); !st.ok()) return Fail(st);
-    std::vector<uint8_t> buf(1 << 20);
+    // UNSTABLE writes, a COMMIT every kCommitWindow bytes. RFC 1813 3.3.7:
+    // a COMMIT whose verifier differs from the one the window's WRITEs
+    // returned means the server restarted and may have lost them; the
+    // window is written again.
+    const DataBuffers::Buf buf = bufs.Get(kIoSize);
     uint64_t off = 0;
-    while (in) {
-      in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
-      const size_t n = static_cast<size_t>(in.gcount());
-      if (n == 0) break;
-      auto w = c.Write(*fh, off, ByteSpan(buf.data(), n), StableHow::kUnstable);
-      if (!w.ok()) return Fail(w.status());
-      off += n;
+    bool end = false;
+    while (!end) {
+      const uint64_t window_start = off;
+      const std::streampos window_pos = in.tellg();
+      for (int attempt = 0;; ++attempt) {
+        Verf8 verf{};
+        bool have_verf = false, mixed = false;
+        uint64_t o = window_start;
+        end = false;
+        while (o - window_start < kCommitWindow) {
+          in.read(reinterpret_cast<char*>(buf.span.data()), static_cast<std::streamsize>(buf.span.size()));
+          const size_t n = static_cast<size_t>(in.gcount());
+          if (n == 0) {
+            end = true;
+            break;
+          }
+          auto w = c.Write(*fh, o, ByteSpan(buf.span.data(), n), StableHow::kUnstable, buf.stag);
+          if (!w.ok()) return Fail(w.status());
+          if (w->count != n) return Fail(absl::DataLossError("short WRITE"));
+          if (have_verf && w->verf != verf) mixed = true;
+          verf = w->verf;
+          have_verf = true;
+          o += n;
+        }
+        auto cm = c.Commit(*fh);
+        if (!cm.ok()) return Fail(cm.status());
+        if (!have_verf || (!mixed && cm->verf == verf)) {
+          off = o;
+          break;
+        }
+        if (attempt == 3) return Fail(absl::DataLossError("the write verifier keeps changing; giving up"));
+        std::fprintf(stderr, "iwarp-nfs: the server restarted (write verifier changed): writing %lu bytes "
+                             "from offset %lu again\n", static_cast<unsigned long>(o - window_start),
+                     static_cast<unsigned long>(window_start));
+        in.clear();
+        in.seekg(window_pos);
+      }
     }
-    auto cm = c.Commit(*fh);
-    if (!cm.ok()) return Fail(cm.status());
     std::printf("%lu bytes\n", static_cast<unsigned long>(off));
     return 0;
   }
@@ -309,7 +438,7 @@ int Main(int argc, char** argv) {
     if (!st.ok() && std::string(st.message()).find("NFS3ERR_ISDIR") != std::string::npos) st = c.Rmdir(*dir, name);
     return st.ok() ? 0 : Fail(st);
   }
-  if (cmd == "bench") return Bench(c, *root, rest, args);
+  if (cmd == "bench") return Bench(c, bufs, *root, rest, args);
   return Usage();
 }
 

@@ -37,7 +37,7 @@ RpcCaller::RpcCaller(rpc::ClientTransport& transport, uint32_t prog, uint32_t ve
 }
 
 absl::Status RpcCaller::Start(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode,
-                              Done done) {
+                              Done done, const rpc::CallOptions& options) {
   uint32_t xid = next_xid_++;
   while (calls_.count(xid) != 0) xid = next_xid_++;
   auto p = std::make_unique<Pending>();
@@ -55,7 +55,7 @@ absl::Status RpcCaller::Start(uint32_t proc, size_t inline_args_bytes, const Enc
   Pending* raw = p.get();
   calls_.emplace(xid, std::move(p));
   const int rc = transport_.Call(
-      raw->msg, rpc::CallOptions{},
+      raw->msg, options,
       [this, xid, decode = std::move(decode), done = std::move(done)](const rpc::ReplyView& reply) {
         absl::Status st;
         if (reply.status != 0) {
@@ -84,13 +84,17 @@ absl::Status RpcCaller::Start(uint32_t proc, size_t inline_args_bytes, const Enc
   return absl::OkStatus();
 }
 
-absl::Status RpcCaller::Call(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode) {
+absl::Status RpcCaller::Call(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode,
+                             const rpc::CallOptions& options) {
   bool finished = false;
   absl::Status result;
-  absl::Status st = Start(proc, inline_args_bytes, encode, std::move(decode), [&](const absl::Status& s) {
-    finished = true;
-    result = s;
-  });
+  absl::Status st = Start(
+      proc, inline_args_bytes, encode, std::move(decode),
+      [&](const absl::Status& s) {
+        finished = true;
+        result = s;
+      },
+      options);
   if (!st.ok()) return st;
   while (!finished) {
     const int rc = transport_.Poll(1000);
@@ -132,8 +136,11 @@ absl::Status NfsClient::Unmount(std::string_view path) {
 
 absl::StatusOr<std::vector<ExportEntry>> NfsClient::Exports() {
   std::vector<ExportEntry> list;
-  absl::Status st = mount_.Call(static_cast<uint32_t>(MountProc::kExport), 0, nullptr,
-                                [&](XdrDecoder& d) { return DecodeExports(d, &list); });
+  rpc::CallOptions o;
+  o.max_reply_bytes = 64 * 1024;  // up to 256 exports with their client lists
+  absl::Status st = mount_.Call(
+      static_cast<uint32_t>(MountProc::kExport), 0, nullptr, [&](XdrDecoder& d) { return DecodeExports(d, &list); },
+      o);
   if (!st.ok()) return st;
   return list;
 }
@@ -180,7 +187,10 @@ absl::StatusOr<std::vector<EntryPlus3>> NfsClient::ListDir(const Fh3& dir) {
   a.maxcount = 32768;
   for (int rounds = 0; rounds < 100000; ++rounds) {
     ReaddirplusRes res;
-    absl::Status st = nfs_.Call(static_cast<uint32_t>(Proc3::kReaddirplus), kSmallArgs, EncodeArgs(a), DecodeRes(&res));
+    rpc::CallOptions o;
+    o.max_reply_bytes = a.maxcount + 1024;  // over RDMA: a Reply chunk when longer than inline
+    absl::Status st =
+        nfs_.Call(static_cast<uint32_t>(Proc3::kReaddirplus), kSmallArgs, EncodeArgs(a), DecodeRes(&res), o);
     if (!st.ok()) return st;
     if (res.status != NfsStat3::kOk) return NfsError(res.status, "readdirplus");
     for (EntryPlus3& e : res.entries) {
@@ -194,30 +204,40 @@ absl::StatusOr<std::vector<EntryPlus3>> NfsClient::ListDir(const Fh3& dir) {
   return absl::ResourceExhaustedError("readdirplus: too many rounds");
 }
 
-absl::StatusOr<uint32_t> NfsClient::Read(const Fh3& fh, uint64_t offset, MutableByteSpan out, bool* eof) {
+absl::StatusOr<uint32_t> NfsClient::Read(const Fh3& fh, uint64_t offset, MutableByteSpan out, bool* eof,
+                                          uint32_t out_stag) {
   ReadArgs a{fh, offset, static_cast<uint32_t>(std::min<size_t>(out.size(), kMaxData))};
   ReadRes res;
   uint32_t got = 0;
-  absl::Status st = nfs_.Call(static_cast<uint32_t>(Proc3::kRead), kSmallArgs, EncodeArgs(a), [&](XdrDecoder& d) {
-    if (!Decode(d, &res) || d.remaining() != 0) return false;
-    if (res.status == NfsStat3::kOk) {
-      if (res.data.size() > out.size()) return false;
-      std::memcpy(out.data(), res.data.data(), res.data.size());
-      got = static_cast<uint32_t>(res.data.size());
-    }
-    return true;
-  });
+  // RFC 8267 4.1: READ data is DDP-eligible; over RDMA it is placed in `out`
+  // (or the transport's registered bounce buffer) by the server's Write.
+  rpc::CallOptions o;
+  o.ddp_sinks[0] = rpc::ReplySink{out.first(a.count), out_stag};
+  o.ddp_sink_count = 1;
+  absl::Status st = nfs_.Call(
+      static_cast<uint32_t>(Proc3::kRead), kSmallArgs, EncodeArgs(a),
+      [&](XdrDecoder& d) {
+        if (!Decode(d, &res) || d.remaining() != 0) return false;
+        if (res.status == NfsStat3::kOk) {
+          if (res.data.size() > out.size()) return false;
+          if (res.data.data() != out.data()) std::memmove(out.data(), res.data.data(), res.data.size());
+          got = static_cast<uint32_t>(res.data.size());
+        }
+        return true;
+      },
+      o);
   if (!st.ok()) return st;
   if (res.status != NfsStat3::kOk) return NfsError(res.status, "read");
   *eof = res.eof;
   return got;
 }
 
-absl::StatusOr<WriteRes> NfsClient::Write(const Fh3& fh, uint64_t offset, ByteSpan data, StableHow stable) {
+absl::StatusOr<WriteRes> NfsClient::Write(const Fh3& fh, uint64_t offset, ByteSpan data, StableHow stable,
+                                          uint32_t stag) {
   WriteArgs a{fh, offset, static_cast<uint32_t>(data.size()), stable, data};
   WriteRes res;
   absl::Status st = nfs_.Call(static_cast<uint32_t>(Proc3::kWrite), kSmallArgs,
-                              [&](XdrEncoder& e) { Encode(e, a); }, DecodeRes(&res));
+                              [&](XdrEncoder& e) { Encode(e, a, stag); }, DecodeRes(&res));
   if (!st.ok()) return st;
   if (res.status != NfsStat3::kOk) return NfsError(res.status, "write");
   return res;

@@ -38,9 +38,14 @@ class RpcCaller {
   // Starts a call; `inline_args_bytes` bounds the encoded arguments (DDP
   // bodies not counted). done(OK) after `decode` accepted the results;
   // otherwise a status naming the RPC or transport failure.
-  absl::Status Start(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode, Done done);
+  // `options` tells an RDMA transport where DDP-eligible results may be
+  // placed (READ data, READLINK path: Write chunks) and how long the reply
+  // may be (READDIR, READDIRPLUS: a Reply chunk when over the inline size).
+  absl::Status Start(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode, Done done,
+                     const rpc::CallOptions& options = {});
   // Start, then Poll until it completed.
-  absl::Status Call(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode);
+  absl::Status Call(uint32_t proc, size_t inline_args_bytes, const Encoder& encode, Decoder decode,
+                    const rpc::CallOptions& options = {});
   int Poll(int timeout_ms) { return transport_.Poll(timeout_ms); }
   size_t outstanding() const { return calls_.size(); }
 
@@ -77,8 +82,12 @@ class NfsClient {
   // Every entry, READDIRPLUS until eof.
   absl::StatusOr<std::vector<EntryPlus3>> ListDir(const Fh3& dir);
   // READ into out; returns bytes read, *eof set.
-  absl::StatusOr<uint32_t> Read(const Fh3& fh, uint64_t offset, MutableByteSpan out, bool* eof);
-  absl::StatusOr<WriteRes> Write(const Fh3& fh, uint64_t offset, ByteSpan data, StableHow stable);
+  // `out_stag`: the registration of `out` (0: none).
+  absl::StatusOr<uint32_t> Read(const Fh3& fh, uint64_t offset, MutableByteSpan out, bool* eof,
+                                uint32_t out_stag = 0);
+  // `stag`: the registration of `data` with the RDMA transport (0: none;
+  // the transport then copies it into its own registered memory).
+  absl::StatusOr<WriteRes> Write(const Fh3& fh, uint64_t offset, ByteSpan data, StableHow stable, uint32_t stag = 0);
   absl::StatusOr<CommitRes> Commit(const Fh3& fh);
   absl::StatusOr<Fh3> Create(const Fh3& dir, std::string_view name, uint32_t mode, CreateMode how);
   absl::StatusOr<Fh3> Mkdir(const Fh3& dir, std::string_view name, uint32_t mode);

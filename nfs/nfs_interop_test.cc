@@ -113,7 +113,9 @@ class NfsdFixture : public ::testing::Test {
     nfsd_ = std::move(*d);
     stop_ = false;
     thread_ = std::thread([this] {
-      while (!stop_.load(std::memory_order_acquire)) nfsd_->Poll(20);
+      while (!stop_.load(std::memory_order_acquire)) {
+        if (!nfsd_->Poll(20).ok()) break;
+      }
     });
   }
   void StopServer() {

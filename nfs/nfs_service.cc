@@ -12,6 +12,8 @@
 
 #include "nfs/text.h"
 #include "absl/strings/str_format.h"
+#include "libiwarp/iwarp.h"
+#include "rpcrdma/rdma_transport.h"
 #include "rpcrdma/rpc_rpcbind.h"
 #include "rpcrdma/rpc_tcp.h"
 
@@ -29,7 +31,7 @@ struct NfsService::Job {
   Caller caller;
   CallHandle handle;
   NfsResult result;
-  std::vector<uint8_t> read_buf;
+  IoBuffer read_buf;
   bool drc = false;
   DrcKey drc_key;
   // Under mu_.
@@ -117,11 +119,18 @@ NfsService::~NfsService() {
   if (event_fd_ >= 0) close(event_fd_);
 }
 
-std::vector<uint8_t> NfsService::TakeReadBuffer() {
-  if (read_buffers_.empty()) return std::vector<uint8_t>(kMaxIo);
-  std::vector<uint8_t> b = std::move(read_buffers_.back());
-  read_buffers_.pop_back();
-  return b;
+IoBuffer NfsService::TakeReadBuffer() {
+  IoBuffer b;
+  if (!read_buffers_.empty()) {
+    b = read_buffers_.back();
+    read_buffers_.pop_back();
+    return b;
+  }
+  if (alloc_ && alloc_(&b) && b.size >= kMaxIo) return b;
+  // No registered buffer left: heap memory (an RDMA transport then copies
+  // the data once into its own registered memory).
+  heap_buffers_.push_back(std::make_unique<uint8_t[]>(kMaxIo));
+  return IoBuffer{heap_buffers_.back().get(), kMaxIo, 0};
 }
 
 ProcStatus NfsService::HandleNfs(CallContext& ctx, uint32_t proc) {
@@ -193,7 +202,8 @@ void NfsService::Worker() {
     }
     if (!job->cancelled) {
       job->result = fs_.Execute(job->proc, job->args, job->caller,
-                                MutableByteSpan(job->read_buf.data(), job->read_buf.size()));
+                                MutableByteSpan(job->read_buf.data, job->read_buf.size));
+      if (auto* rr = std::get_if<ReadRes>(&job->result)) rr->stag = job->read_buf.stag;
     }
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -209,7 +219,7 @@ void NfsService::Worker() {
 void NfsService::Release(uint64_t id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return;
-  if (!it->second->read_buf.empty()) read_buffers_.push_back(std::move(it->second->read_buf));
+  if (it->second->read_buf.data != nullptr) read_buffers_.push_back(it->second->read_buf);
   jobs_.erase(it);
   counters_.io_queue_depth = jobs_.size();
 }
@@ -365,6 +375,11 @@ struct Nfsd::Impl {
   std::unique_ptr<NfsService> service;
   std::unique_ptr<rpc::TcpServer> nfs_tcp;
   std::unique_ptr<rpc::TcpServer> mount_tcp;
+  // NFS over RPC-over-RDMA through iwarpd (config.rdma).
+  iwarp_session* session = nullptr;
+  uint32_t pd = 0;
+  std::unique_ptr<rpcrdma::RegPool> io_pool;  // registered READ buffers
+  std::unique_ptr<rpcrdma::RdmaServer> rdma;
   int epoll_fd = -1;
   bool registered = false;
   ~Impl() {
@@ -376,12 +391,66 @@ struct Nfsd::Impl {
     // service (joins workers), then the rest.
     nfs_tcp.reset();
     mount_tcp.reset();
+    if (rdma != nullptr) rdma->DisconnectAll();
+    rdma.reset();
     service.reset();
     rpc.reset();
     fs.reset();
+    io_pool.reset();
+    if (session != nullptr) iwarp_close(session);
     if (epoll_fd >= 0) close(epoll_fd);
   }
 };
+
+namespace {
+
+std::string RdmaSocketName(const RdmaListen& r) {
+  if (!r.socket.empty()) return r.socket;
+  const char* env = getenv("IWARPD_SOCKET");
+  return env != nullptr ? env : "/run/iwarpd/iwarpd.sock";
+}
+
+// READ buffers: registered slabs of kMaxIo buffers, so that READ data goes
+// from the page cache into memory the RDMA transport writes from directly.
+constexpr uint64_t kIoPoolBytes = uint64_t{128} << 20;
+
+}  // namespace
+
+absl::Status Nfsd::StartRdma(Impl& m) {
+  const RdmaListen& r = m.config.rdma;
+  const std::string sock = RdmaSocketName(r);
+  if (int e = iwarp_open(r.socket.empty() ? nullptr : r.socket.c_str(), &m.session); e != 0) {
+    return absl::UnavailableError(Cat("rdma.socket ", sock, ": cannot reach iwarpd: ", strerror(-e),
+                                      "; start the iwarpd instance first, or remove the rdma section to serve "
+                                      "NFS over TCP only"));
+  }
+  if (int e = iwarp_alloc_pd(m.session, &m.pd); e != 0) {
+    return absl::UnavailableError(Cat("iwarpd at ", sock, ": alloc_pd: ", iwarp_last_error(m.session)));
+  }
+  m.io_pool = std::make_unique<rpcrdma::RegPool>();
+  m.io_pool->Init(m.session, m.pd, kMaxIo, kIoPoolBytes);
+  m.service->set_io_buffer_alloc([pool = m.io_pool.get()](IoBuffer* out) {
+    rpcrdma::RegPool::Buffer* b = pool->Get();
+    if (b == nullptr) return false;
+    *out = IoBuffer{b->data, b->size, b->stag};
+    return true;
+  });
+  rpcrdma::RdmaServerOptions o;
+  o.ipv4 = r.ipv4;
+  o.port = r.port;
+  o.transport = r.sctp ? IWARP_TRANSPORT_SCTP : IWARP_TRANSPORT_TCP;
+  o.credits = r.credits;
+  o.max_connections = r.max_connections;
+  // A WRITE of kMaxIo by Read chunk, or a READDIR(PLUS) reply by Reply chunk.
+  o.max_message_bytes = std::max<uint64_t>(kMaxIo, kMaxDirReply) + 65536;
+  m.rdma = std::make_unique<rpcrdma::RdmaServer>(m.session, m.pd, o, *m.rpc);
+  if (int e = m.rdma->Start(); e != 0) {
+    return absl::UnavailableError(Cat("iwarpd at ", sock, ": listen on port ", r.port, " (",
+                                      r.sctp ? "sctp" : "tcp", "): ", strerror(-e), ": ",
+                                      iwarp_last_error(m.session)));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<Nfsd>> Nfsd::Start(const NfsdConfig& config) {
   std::unique_ptr<Nfsd> d(new Nfsd());
@@ -420,10 +489,16 @@ absl::StatusOr<std::unique_ptr<Nfsd>> Nfsd::Start(const NfsdConfig& config) {
   if (!mount_tcp.ok()) return mount_tcp.status();
   m.mount_tcp = std::move(*mount_tcp);
 
+  if (m.config.rdma.enabled) {
+    if (absl::Status st = StartRdma(m); !st.ok()) return st;
+  }
   m.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   if (m.epoll_fd < 0) return absl::InternalError(Cat("epoll_create1: ", strerror(errno)));
-  const int fds[3] = {m.nfs_tcp->wait_fd(), m.mount_tcp->wait_fd(), m.service->completion_fd()};
-  for (int i = 0; i < 3; ++i) {
+  std::vector<int> fds = {m.nfs_tcp->wait_fd(), m.mount_tcp->wait_fd(), m.service->completion_fd()};
+  if (m.rdma != nullptr) {
+    for (int fd : m.rdma->wait_fds()) fds.push_back(fd);
+  }
+  for (size_t i = 0; i < fds.size(); ++i) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u32 = static_cast<uint32_t>(i);
@@ -453,20 +528,34 @@ Nfsd::~Nfsd() = default;
 uint16_t Nfsd::nfs_port() const { return impl_->nfs_tcp->port(); }
 uint16_t Nfsd::mount_port() const { return impl_->mount_tcp->port(); }
 
-void Nfsd::Poll(int timeout_ms) {
+bool Nfsd::rdma_enabled() const { return impl_->rdma != nullptr; }
+
+absl::Status Nfsd::Poll(int timeout_ms) {
   Impl& m = *impl_;
-  epoll_event ev[4];
-  const int n = epoll_wait(m.epoll_fd, ev, 4, timeout_ms);
+  if (m.rdma != nullptr) {
+    // RDMA work first; sleep only when it has nothing and is armed.
+    if (m.rdma->Poll(0) > 0) timeout_ms = 0;
+    if (timeout_ms != 0 && m.rdma->Arm() != 0) timeout_ms = 0;
+  }
+  epoll_event ev[8];
+  const int n = epoll_wait(m.epoll_fd, ev, 8, timeout_ms);
   bool drain = false;
   for (int i = 0; i < n; ++i) drain = drain || ev[i].data.u32 == 2;
   // Sockets always get a turn: TcpServer::Poll also settles replies sent
   // from DrainCompletions (their reply-done hooks).
   m.nfs_tcp->Poll(0);
   m.mount_tcp->Poll(0);
+  if (m.rdma != nullptr) m.rdma->Poll(0);
   if (drain) {
     m.service->DrainCompletions();
     m.nfs_tcp->Poll(0);
+    if (m.rdma != nullptr) m.rdma->Poll(0);
   }
+  if (m.rdma != nullptr && m.rdma->device_lost()) {
+    return absl::UnavailableError(Cat("the iwarpd instance at ", RdmaSocketName(m.config.rdma),
+                                      " went away; NFS over RDMA cannot go on"));
+  }
+  return absl::OkStatus();
 }
 
 std::string Nfsd::Stats() const {
@@ -476,6 +565,21 @@ std::string Nfsd::Stats() const {
                   r.accept(rpc::AcceptStat::kGarbageArgs), "\n", "rpc_results_overflow ", r.results_overflow, "\n",
                   "tcp_connections ", impl_->nfs_tcp->connection_count() + impl_->mount_tcp->connection_count(), "\n",
                   "drc_entries ", service_->drc().size(), "\n");
+  if (impl_->rdma != nullptr) {
+    const rpcrdma::RdmaCounters c = impl_->rdma->counters();
+    CatTo(&out, "rdma_connections ", impl_->rdma->connection_count(), "\n", "rdma_connections_total ", c.connections,
+          "\n", "rdma_disconnects ", c.disconnects, "\n", "rdma_calls ", c.calls, "\n", "rdma_replies ", c.replies,
+          "\n", "rdma_read_chunks ", c.read_chunks, "\n", "rdma_write_chunks ", c.write_chunks, "\n",
+          "rdma_reply_chunks ", c.reply_chunks, "\n", "rdma_read_bytes ", c.rdma_read_bytes, "\n",
+          "rdma_written_bytes ", c.rdma_written_bytes, "\n", "rdma_inline_replies ", c.inline_replies, "\n",
+          "rdma_credits_in_use_max ", c.credits_in_use_max, "\n", "rdma_err_vers_sent ", c.err_vers_sent, "\n",
+          "rdma_err_chunk_sent ", c.err_chunk_sent, "\n");
+    for (size_t i = 0; i < rpcrdma::kNumRdmaErrors; ++i) {
+      if (c.errors[i] != 0) {
+        CatTo(&out, "rdma_error_", rpcrdma::RdmaErrorName(static_cast<rpcrdma::RdmaError>(i)), " ", c.errors[i], "\n");
+      }
+    }
+  }
   return out;
 }
 

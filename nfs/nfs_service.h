@@ -30,6 +30,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -66,6 +67,17 @@ struct NfsCounters {
 // for the per-procedure and per-status tables).
 std::string FormatCounters(const NfsCounters& c);
 
+// Memory READ data is read into: kMaxIo bytes, with the STag of its
+// registration when an RDMA transport can write it as it is (0: none).
+struct IoBuffer {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  uint32_t stag = 0;
+};
+// Hands out a new IoBuffer (false: none available). Buffers are reused by
+// the service and live as long as the allocator's owner.
+using IoBufferAlloc = std::function<bool(IoBuffer*)>;
+
 class NfsService {
  public:
   // Registers NFS v3 and MOUNT v3 on `rpc` and starts config.io_threads
@@ -82,6 +94,9 @@ class NfsService {
   // Finishes every completed job's call. RPC-loop thread.
   void DrainCompletions();
 
+  // Replaces the heap as the source of READ buffers (before any call).
+  void set_io_buffer_alloc(IoBufferAlloc alloc) { alloc_ = std::move(alloc); }
+
   const NfsCounters& counters() const { return counters_; }
   const DuplicateRequestCache& drc() const { return drc_; }
   size_t jobs_pending() const { return jobs_.size(); }
@@ -95,7 +110,7 @@ class NfsService {
   void OnReplyDone(uint64_t cookie);
   void Worker();
   void Release(uint64_t id);
-  std::vector<uint8_t> TakeReadBuffer();
+  IoBuffer TakeReadBuffer();
 
   const NfsdConfig& config_;
   FileSystem& fs_;
@@ -104,7 +119,9 @@ class NfsService {
   DuplicateRequestCache drc_;
   uint64_t next_job_ = 1;
   std::unordered_map<uint64_t, std::unique_ptr<Job>> jobs_;  // RPC-loop thread only
-  std::vector<std::vector<uint8_t>> read_buffers_;           // free READ buffers
+  std::vector<IoBuffer> read_buffers_;                       // free READ buffers
+  std::vector<std::unique_ptr<uint8_t[]>> heap_buffers_;      // default allocator's memory
+  IoBufferAlloc alloc_;
   struct Mount {
     uint32_t ipv4;
     std::string path;
@@ -131,15 +148,19 @@ class Nfsd {
   ~Nfsd();
   uint16_t nfs_port() const;
   uint16_t mount_port() const;
-  // One round of the event loop: waits up to timeout_ms for sockets or
-  // completions and handles them.
-  void Poll(int timeout_ms);
+  // One round of the event loop: waits up to timeout_ms for sockets, RDMA
+  // events or completions and handles them. An error: the service cannot
+  // go on (the iwarpd instance it serves RDMA through went away).
+  absl::Status Poll(int timeout_ms);
+  // NFS over RPC-over-RDMA (config.rdma): its counters, if enabled.
+  bool rdma_enabled() const;
   const NfsCounters& counters() const { return service_->counters(); }
   std::string Stats() const;
 
  private:
   Nfsd() = default;
   struct Impl;
+  static absl::Status StartRdma(Impl& m);
   std::unique_ptr<Impl> impl_;
   NfsService* service_ = nullptr;
 };

@@ -70,10 +70,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "iwarp-nfsd: %s\n", std::string(nfsd.status().message()).c_str());
     return 1;
   }
-  std::fprintf(stderr, "iwarp-nfsd: serving %zu exports: nfs port %u, mount port %u\n", config->exports.size(),
+  std::fprintf(stderr, "iwarp-nfsd: serving %zu exports: nfs port %u, mount port %u", config->exports.size(),
                (*nfsd)->nfs_port(), (*nfsd)->mount_port());
+  if ((*nfsd)->rdma_enabled()) {
+    std::fprintf(stderr, ", NFS/RDMA port %u (%s)", config->rdma.port, config->rdma.sctp ? "sctp" : "tcp");
+  }
+  std::fprintf(stderr, "\n");
   for (;;) {
-    (*nfsd)->Poll(100);
+    if (absl::Status st = (*nfsd)->Poll(100); !st.ok()) {
+      std::fprintf(stderr, "iwarp-nfsd: %s\n", std::string(st.message()).c_str());
+      return 1;
+    }
     signalfd_siginfo si;
     while (read(sfd, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
       if (si.ssi_signo == SIGUSR1) WriteStats(*config, (*nfsd)->Stats());
