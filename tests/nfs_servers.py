@@ -196,12 +196,16 @@ class IwarpNfsd:
 
 class Ganesha:
     """rpcbind + ganesha.nfsd exporting `export_dir` (Path and Pseudo) over
-    NFSv3/TCP, sec=sys, RW, no root squash."""
+    NFSv3/TCP, sec=sys, RW, no root squash; and each (path, bytes) of
+    `limited_exports` alike, with MaxRead and MaxWrite (FSINFO rtmax and
+    wtmax) of that many bytes."""
 
     name = "ganesha"
 
-    def __init__(self, ns, workdir, export_dir, nfs_port=2049, mount_port=20048, cpu_prefix=()):
+    def __init__(self, ns, workdir, export_dir, nfs_port=2049, mount_port=20048, cpu_prefix=(),
+                 limited_exports=()):
         self.ns, self.workdir, self.export_dir = ns, workdir, export_dir
+        self.limited_exports = list(limited_exports)
         self.nfs_port, self.mount_port, self.cpu_prefix = nfs_port, mount_port, list(cpu_prefix)
         self.log = os.path.join(workdir, "ganesha.log")
         self.conf = os.path.join(workdir, "ganesha.conf")
@@ -213,6 +217,21 @@ class Ganesha:
         # only, but it also keeps the start-up log free of waits). The fs
         # recovery backend writes under the work directory, never in
         # /var/lib/nfs/ganesha.
+        exports = [(self.export_dir, "")] + [
+            (path, "  MaxRead = %d;\n  MaxWrite = %d;\n" % (limit, limit))
+            for path, limit in self.limited_exports]
+        blocks = "".join("""EXPORT {
+  Export_Id = %d;
+  Path = "%s";
+  Pseudo = "%s";
+  Protocols = 3;
+  Transports = TCP;
+  SecType = sys;
+  Access_Type = RW;
+  Squash = No_Root_Squash;
+%s  FSAL { Name = VFS; }
+}
+""" % (i + 1, path, path, extra) for i, (path, extra) in enumerate(exports))
         return """NFS_CORE_PARAM {
   Protocols = 3;
   NFS_Port = %(nfs)d;
@@ -229,18 +248,7 @@ NFSv4 {
   RecoveryBackend = fs;
   RecoveryRoot = "%(work)s/recovery";
 }
-EXPORT {
-  Export_Id = 1;
-  Path = "%(path)s";
-  Pseudo = "%(path)s";
-  Protocols = 3;
-  Transports = TCP;
-  SecType = sys;
-  Access_Type = RW;
-  Squash = No_Root_Squash;
-  FSAL { Name = VFS; }
-}
-""" % {"nfs": self.nfs_port, "mnt": self.mount_port, "work": self.workdir, "path": self.export_dir}
+""" % {"nfs": self.nfs_port, "mnt": self.mount_port, "work": self.workdir} + blocks
 
     def start(self):
         os.makedirs(os.path.join(self.workdir, "recovery"), exist_ok=True)
