@@ -24,6 +24,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -322,8 +323,7 @@ class IwarpNfs:
         """As run(), plus the process's CPU seconds (utime + stime from
         /proc/PID/stat, read after it exited and before it is reaped:
         waitid with WNOWAIT) and its wall-clock seconds."""
-        out_path = "/tmp/iwarp-nfs.%d.out" % os.getpid()
-        with open(out_path, "w+") as out, open(out_path + ".err", "w+") as err:
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
             t0 = time.monotonic()
             p = subprocess.Popen(self.base + list(args), stdout=out, stderr=err)
             deadline = t0 + timeout
@@ -341,10 +341,7 @@ class IwarpNfs:
             rc = p.wait()
             out.seek(0)
             err.seek(0)
-            result = rc, out.read(), err.read(), cpu, wall
-        os.unlink(out_path)
-        os.unlink(out_path + ".err")
-        return result
+            return rc, out.read(), err.read(), cpu, wall
 
 
 def parse_bench(out):
