@@ -42,6 +42,12 @@
 #          busy-polling worker per core) next to the same program over kernel
 #          TCP on a veth pair, with ratios and per-busy-core figures (root,
 #          hugepages; tools/rpc_bench.py)
+#        tools/bench.sh nfs [--size-mib N] [--seconds S] [--qd N] [--repeat N] [--dir DIR] [--no-pin]
+#          iwarp-nfs bench against iwarp-nfsd and nfs-ganesha (FSAL VFS), both
+#          over kernel TCP on a veth pair, alternated: sequential 1 MiB write
+#          and read MiB/s, random 4 KiB read and write IOPS and latency
+#          percentiles, server and client CPU seconds and MiB/s per busy
+#          core, with ratios (root, nfs-ganesha; tools/nfs_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -75,6 +81,12 @@ if [ "${1:-}" = rpc ]; then
   ninja -C build-release dataplane/iwarpd tools/iwarpctl tools/rpc/iwarp-rpc-perf
   exec python3 tools/rpc_bench.py --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl --rpc-perf build-release/tools/rpc/iwarp-rpc-perf "$@"
+fi
+if [ "${1:-}" = nfs ]; then
+  shift
+  ninja -C build-release nfs/iwarp-nfsd nfs/iwarp-nfs
+  exec python3 tools/nfs_bench.py --nfsd build-release/nfs/iwarp-nfsd \
+    --nfs build-release/nfs/iwarp-nfs "$@"
 fi
 if [ "${1:-}" = iwarp-perf ]; then
   shift

@@ -22,6 +22,7 @@ packages=(
   python3 python3-pyelftools iproute2 iputils-ping tshark
   libtirpc-dev rpcbind
   libnfs-dev libnfs-utils
+  nfs-ganesha nfs-ganesha-vfs
 )
 
 missing=()
