@@ -27,6 +27,20 @@ bool DecodeString(XdrDecoder& d, uint32_t max, std::string* out) {
   return true;
 }
 
+// RFC 8267 4.1: the pathnames of SYMLINK (argument) and READLINK (result)
+// are DDP-eligible, like READ and WRITE data: over RPC-over-RDMA they may
+// travel in a Read chunk / Write chunk; inline everywhere else.
+void EncodeDdpString(XdrEncoder& e, const std::string& s) {
+  e.DdpOpaque(ByteSpan(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+bool DecodeDdpString(XdrDecoder& d, uint32_t max, std::string* out) {
+  std::array<uint8_t, kMaxPath> scratch;
+  const ByteSpan b = d.DdpOpaque(max, MutableByteSpan(scratch.data(), std::min<size_t>(max, scratch.size())));
+  if (!d.ok()) return false;
+  out->assign(reinterpret_cast<const char*>(b.data()), b.size());
+  return true;
+}
+
 void EncodeTime(XdrEncoder& e, const NfsTime3& t) {
   e.U32(t.seconds);
   e.U32(t.nseconds);
@@ -324,7 +338,7 @@ bool Decode(XdrDecoder& d, MkdirArgs* v) {
 void Encode(XdrEncoder& e, const SymlinkArgs& v) {
   Encode(e, v.where);
   Encode(e, v.symlink_attributes);
-  e.String(v.symlink_data);
+  EncodeDdpString(e, v.symlink_data);
 }
 bool Decode(XdrDecoder& d, SymlinkArgs* v) {
   Decode(d, &v->where);
@@ -482,12 +496,12 @@ bool Decode(XdrDecoder& d, AccessRes* v) {
 void Encode(XdrEncoder& e, const ReadlinkRes& v) {
   EncodeStatus(e, v.status);
   Encode(e, v.symlink_attributes);
-  if (v.status == NfsStat3::kOk) e.String(v.data);
+  if (v.status == NfsStat3::kOk) EncodeDdpString(e, v.data);
 }
 bool Decode(XdrDecoder& d, ReadlinkRes* v) {
   v->status = DecodeStatus(d);
   Decode(d, &v->symlink_attributes);
-  if (d.ok() && v->status == NfsStat3::kOk) DecodeString(d, kMaxPath, &v->data);
+  if (d.ok() && v->status == NfsStat3::kOk) DecodeDdpString(d, kMaxPath, &v->data);
   return d.ok();
 }
 
