@@ -277,6 +277,7 @@ int RdmaClient::Encode(Entry& e) {
         } else {
           if (e.out_bounce == nullptr && (e.out_bounce = big_.Get()) == nullptr) return false;
           std::memcpy(e.out_bounce->data + bounce, p.bytes.data(), p.bytes.size());
+          counters_.bounce_copy_bytes += p.bytes.size();
           seg = Segment{e.out_bounce->stag, static_cast<uint32_t>(p.bytes.size()),
                         Addr(e.out_bounce->data + bounce)};
           bounce += XdrRoundUp(p.bytes.size());

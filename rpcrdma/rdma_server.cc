@@ -459,6 +459,7 @@ bool RdmaServer::Conn::Reply(rpc::CallToken token, const rpc::Message& reply) {
   for (size_t k = 0; k < reply.count(); ++k) {
     if (rp.piece_chunk[k] >= 0 && reply[k].stag == 0 && !reply[k].bytes.empty()) {
       std::memcpy(s.bounce->data + piece_bounce_off[k], reply[k].bytes.data(), reply[k].bytes.size());
+      c.bounce_copy_bytes += reply[k].bytes.size();
     }
   }
   c.write_chunks += rp.write_chunk_count;

@@ -61,6 +61,10 @@ struct RdmaCounters {
   uint64_t rdma_read_bytes = 0;     // by RDMA Read (server pulls; client: pulled from it)
   uint64_t rdma_written_bytes = 0;  // by RDMA Write (server pushes; client: placed in it)
   uint64_t inline_replies = 0, nomsg_calls = 0;
+  // DDP-eligible bytes copied into the transport's own registered memory
+  // because their piece had no STag (server: reply results; client: call
+  // arguments). Zero when the application hands registered memory.
+  uint64_t bounce_copy_bytes = 0;
   uint32_t credits_granted = 0;   // server: per connection; client: current grant
   uint32_t credits_in_use = 0;    // calls outstanding now (all connections)
   uint32_t credits_in_use_max = 0;  // high-water mark

@@ -10,7 +10,10 @@ absl::Status RegisterTestProgram(RpcServer& server) {
   procs[kTestProcEcho] = [](CallContext& ctx) {
     const ByteSpan data = ctx.args.Opaque(kTestEchoMax);
     if (!ctx.args.ok()) return ProcStatus::kGarbageArgs;
-    ctx.results.DdpOpaque(data);
+    // The result is the argument's own bytes: when they came in registered
+    // memory (an RPC-over-RDMA Read chunk), the reply writes them from
+    // there; the call's buffers stay until the reply is done.
+    ctx.results.DdpOpaque(data, ctx.args.last_opaque_stag());
     return ProcStatus::kSuccess;
   };
   return server.Register(kTestProg, kTestVers, std::move(procs));

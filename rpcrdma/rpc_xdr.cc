@@ -101,8 +101,12 @@ ByteSpan XdrDecoder::OpaqueFixed(size_t n, MutableByteSpan scratch) {
   }
   SettlePiece();
   ByteSpan out;
+  last_stag_ = 0;
   if (Contiguous(n)) {
-    if (n > 0) out = (*msg_)[piece_].bytes.subspan(offset_, n);
+    if (n > 0) {
+      out = (*msg_)[piece_].bytes.subspan(offset_, n);
+      last_stag_ = (*msg_)[piece_].stag;
+    }
     Take(nullptr, n);
   } else if (scratch.size() >= n) {
     Take(scratch.data(), n);

@@ -91,6 +91,12 @@ class XdrDecoder {
   // as Opaque(max, scratch).
   ByteSpan DdpOpaque(uint32_t max, MutableByteSpan scratch = {});
   size_t ddp_results_left() const { return ddp_result_count_ - ddp_taken_; }
+  // The registration (Piece::stag) of the memory the span the last
+  // OpaqueFixed / Opaque / String returned lies in: non-zero when it is a
+  // span of a registered piece (an RPC-over-RDMA Read chunk's sink, say),
+  // so that a result echoing it can go out by RDMA without a copy; 0 when
+  // it was assembled in scratch or its piece is not registered.
+  uint32_t last_opaque_stag() const { return last_stag_; }
 
   // Skips n stream bytes (n a multiple of four for whole items).
   bool Skip(uint64_t n);
@@ -109,6 +115,7 @@ class XdrDecoder {
   size_t piece_ = 0;      // current piece
   size_t offset_ = 0;     // in the current piece, its implied pad included
   uint64_t position_ = 0;
+  uint32_t last_stag_ = 0;
   XdrError error_ = XdrError::kOk;
 };
 

@@ -204,6 +204,9 @@ def run_rdma(args, a, b, transport, port, tmp):
                       (what, n * size, c["rdma_written_bytes"]))
             else:
                 check(c["rdma_written_bytes"] == 0, "%s: nothing placed by RDMA Write" % what)
+            check(c["bounce_copy_bytes"] == 0,
+                  "%s: the client copied nothing (its buffers are registered): %d" %
+                  (what, c["bounce_copy_bytes"]))
             calls += n
             for k in totals:
                 totals[k] += c[k]
@@ -219,6 +222,9 @@ def run_rdma(args, a, b, transport, port, tmp):
         for k in ("read_chunks", "rdma_read_bytes"):
             check(s[k] == totals[k], "%s: server %s %d = the clients' %d" %
                   (transport, k, s[k], totals[k]))
+        check(s["bounce_copy_bytes"] == 0,
+              "%s: the server echoed every argument from where it arrived, no copy: %d bytes "
+              "copied" % (transport, s["bounce_copy_bytes"]))
         check(s["write_chunks"] > 0 and s["reply_chunks"] > 0 and s["inline_replies"] > 0,
               "%s: the server used Write chunks, Reply chunks and inline replies: %s" %
               (transport, s))

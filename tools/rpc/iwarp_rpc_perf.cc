@@ -112,6 +112,7 @@ void PrintRdmaCounters(const char* who, const rdma::RdmaCounters& c) {
       {"rdma_written_bytes", c.rdma_written_bytes},
       {"inline_replies", c.inline_replies},
       {"nomsg_calls", c.nomsg_calls},
+      {"bounce_copy_bytes", c.bounce_copy_bytes},
       {"credits_granted", c.credits_granted},
       {"credits_in_use", c.credits_in_use},
       {"credits_in_use_max", c.credits_in_use_max},
