@@ -5,8 +5,8 @@
 # application processes running iwarp-perf, one on each daemon, then ONC RPC
 # calls over RPC-over-RDMA between iwarp-rpc-perf processes on the two
 # daemons; data verified, figures printed); serves files with iwarp-nfsd
-# (NFSv3 over TCP on loopback: a 64 MiB file copied in and out, SHA-256
-# compared, a short bench); then runs iwarpd on the built-in default
+# (NFSv3 over RPC-over-RDMA between the two daemons: a 64 MiB file copied in
+# and out, SHA-256 compared, a short bench); then runs iwarpd on the built-in default
 # configuration (config/examples/default.yaml) inside a private network
 # namespace, drives traffic at it from the Linux kernel and prints the
 # daemon's counters; moves RDMA traffic through the daemon between two
@@ -31,7 +31,12 @@ ns="iwarpd-demo-$$"
 log="$(mktemp /tmp/iwarpd-demo.XXXXXX.log)"
 pid=""
 perf_pid=""
+nfsd_pid=""
 cleanup() {
+  if [ -n "$nfsd_pid" ] && kill -0 "$nfsd_pid" 2>/dev/null; then
+    kill -TERM "$nfsd_pid" 2>/dev/null || true
+    wait "$nfsd_pid" 2>/dev/null || true
+  fi
   if declare -F stop_pair >/dev/null; then stop_pair; fi
   if [ -n "$perf_pid" ] && kill -0 "$perf_pid" 2>/dev/null; then
     kill -TERM "$perf_pid" 2>/dev/null || true
@@ -162,46 +167,55 @@ run_rpc_perf() {  # run_rpc_perf ARGS...
 }
 run_rpc_perf --test null --count 2000
 run_rpc_perf --test echo --size 1048576 --count 200 --depth 4
-stop_pair
-rm -rf "$demo_dir"
 
-# The storage service: iwarp-nfsd serves a scratch directory over NFSv3/TCP
-# on 127.0.0.1; iwarp-nfs copies a 64 MiB file in and out of the export.
-nfs_dir="$(mktemp -d /tmp/iwarpd-demo-nfs.XXXXXX)"
+# The storage service over RDMA: iwarp-nfsd is an application of daemon A
+# and serves a scratch directory over NFSv3 on RPC-over-RDMA (RFC 8267, port
+# 20049 of 198.18.1.1); iwarp-nfs on daemon B copies a 64 MiB file into the
+# export and back: WRITE data pulled by the server's RDMA Reads, READ data
+# pushed by its RDMA Writes, placed straight into registered buffers.
+nfs_dir="$demo_dir/nfs"
 mkdir -p "$nfs_dir/export" "$nfs_dir/state"
 cat >"$nfs_dir/nfsd.yaml" <<EOF_NFS
 version: 1
-listen:
-  address: 127.0.0.1
-  nfs_port: 20490
-  mount_port: 20491
+listen: {address: 127.0.0.1, nfs_port: 20490, mount_port: 20491}
 state_dir: $nfs_dir/state
 rpcbind: off
+rdma: {socket: $demo_dir/iwarpd-demo-a.sock, port: 20049, transport: tcp}
 exports:
   - path: $nfs_dir/export
-    clients: [127.0.0.1]
+    clients: [127.0.0.1, 198.18.1.0/24]
     access: rw
     root_squash: false
 EOF_NFS
 build/nfs/iwarp-nfsd --config "$nfs_dir/nfsd.yaml" 2>"$nfs_dir/nfsd.log" &
 nfsd_pid=$!
 for _ in $(seq 1 100); do grep -q "serving" "$nfs_dir/nfsd.log" && break; sleep 0.1; done
-nfs=(build/nfs/iwarp-nfs --export "$nfs_dir/export" --server 127.0.0.1 --port 20490 --mount-port 20491)
+head -n 1 "$nfs_dir/nfsd.log"
+nfs=(build/nfs/iwarp-nfs --export "$nfs_dir/export" --server 198.18.1.1 --rdma tcp
+     --socket "$demo_dir/iwarpd-demo-b.sock")
 head -c 67108864 /dev/urandom >"$nfs_dir/file.bin"
 echo
-echo "=== iwarp-nfsd: put a 64 MiB file into the export, list it, get it back"
+echo "=== iwarp-nfs on B -> iwarp-nfsd on A over NFS/RDMA: put a 64 MiB file, list, get it back"
 "${nfs[@]}" put "$nfs_dir/file.bin" file.bin
 "${nfs[@]}" ls
 "${nfs[@]}" get file.bin "$nfs_dir/back.bin"
-echo "sha256 sent:     $(sha256sum <"$nfs_dir/file.bin" | cut -d' ' -f1)"
-echo "sha256 on disk:  $(sha256sum <"$nfs_dir/export/file.bin" | cut -d' ' -f1)"
-echo "sha256 read back: $(sha256sum <"$nfs_dir/back.bin" | cut -d' ' -f1)"
+echo "sha256 sent (B):      $(sha256sum <"$nfs_dir/file.bin" | cut -d' ' -f1)"
+echo "sha256 stored (A):    $(sha256sum <"$nfs_dir/export/file.bin" | cut -d' ' -f1)"
+echo "sha256 read back (B): $(sha256sum <"$nfs_dir/back.bin" | cut -d' ' -f1)"
 echo
-echo "=== iwarp-nfs bench (NFSv3 over TCP on loopback)"
+echo "=== iwarp-nfs bench over NFS/RDMA (sequential 1 MiB, random 4 KiB at queue depth 8)"
 "${nfs[@]}" bench --size-mib 64 --qd 8 --seconds 2 || true
+echo
+echo "=== iwarp-nfsd counters (SIGUSR1): RDMA chunks and bytes"
+kill -USR1 "$nfsd_pid"
+sleep 0.5
+grep -E "^(nfs_calls_(read|write|commit)|bytes_(read|written)|rdma_(calls|read_chunks|write_chunks|reply_chunks|read_bytes|written_bytes)) " \
+  "$nfs_dir/state/stats" || true
 kill -TERM "$nfsd_pid" 2>/dev/null || true
 wait "$nfsd_pid" 2>/dev/null || true
-rm -rf "$nfs_dir"
+nfsd_pid=""
+stop_pair
+rm -rf "$demo_dir"
 
 echo
 echo "=== iwarpd on config/examples/default.yaml, in network namespace $ns"
