@@ -306,5 +306,20 @@ TEST_F(NfsRdmaTest, ExportClientListAppliesToTheRdmaPeer) {
   EXPECT_EQ(s.at("mount_refused"), 1u);
 }
 
+// No daemon at the configured socket: the start fails, naming the socket and
+// the way out.
+TEST_F(NfsRdmaTest, NoDaemonAtTheSocketIsAClearStartError) {
+  const std::string yaml = Cat("version: 1\nlisten: {address: 127.0.0.1, nfs_port: 0, mount_port: 0}\n",
+                               "state_dir: ", dir_, "/state\nrpcbind: off\n", "rdma: {socket: ", dir_,
+                               "/no-such.sock}\n", "exports:\n  - {path: ", dir_, "/exp, clients: [127.0.0.1]}\n");
+  auto c = ParseNfsdConfig(yaml, "test.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto d = Nfsd::Start(*c);
+  ASSERT_FALSE(d.ok());
+  const std::string m(d.status().message());
+  EXPECT_NE(m.find(dir_ + "/no-such.sock: cannot reach iwarpd"), std::string::npos) << m;
+  EXPECT_NE(m.find("remove the rdma section"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace iwarp::nfs

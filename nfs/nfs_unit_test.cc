@@ -167,6 +167,29 @@ exports:
   EXPECT_EQ(again->exports[0].id, c->exports[1].id);
 }
 
+TEST(Exports, RdmaSectionIsOffUnlessGiven) {
+  auto off = ParseNfsdConfig("version: 1\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n", "t.yaml");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->rdma.enabled);
+  auto on = ParseNfsdConfig("version: 1\nrdma: {socket: /run/x.sock, address: 198.18.1.1, port: 30049, "
+                            "transport: sctp, credits: 8, max_connections: 2}\n"
+                            "exports:\n  - {path: /a, clients: [1.1.1.1]}\n",
+                            "t.yaml");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->rdma.enabled);
+  EXPECT_EQ(on->rdma.socket, "/run/x.sock");
+  EXPECT_EQ(on->rdma.ipv4, 0xc6120101u);
+  EXPECT_EQ(on->rdma.port, 30049);
+  EXPECT_TRUE(on->rdma.sctp);
+  EXPECT_EQ(on->rdma.credits, 8u);
+  EXPECT_EQ(on->rdma.max_connections, 2u);
+  auto defaults = ParseNfsdConfig("version: 1\nrdma:\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n", "t.yaml");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->rdma.enabled);
+  EXPECT_EQ(defaults->rdma.port, 20049);
+  EXPECT_FALSE(defaults->rdma.sctp);
+}
+
 TEST(Exports, ErrorsNameFileLineColumnKeyAndFix) {
   struct Case {
     const char* yaml;
@@ -185,6 +208,14 @@ TEST(Exports, ErrorsNameFileLineColumnKeyAndFix) {
       {"version: 1\nlisten: {nfs_port: 70000}\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n",
        "t.yaml:2:20: listen.nfs_port: 70000 is out of range; allowed values: integers 0..65535"},
       {"version: 2\n", "t.yaml:1:10: version: 2 is out of range"},
+      {"version: 1\nrdma: {transport: udp}\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n",
+       "t.yaml:2:19: rdma.transport: 'udp' is not a known transport; allowed values: tcp"},
+      {"version: 1\nrdma: {port: 0}\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n",
+       "rdma.port: 0 is out of range; allowed values: integers 1..65535"},
+      {"version: 1\nrdma: {credits: 500}\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n",
+       "rdma.credits: 500 is out of range; allowed values: integers 1..128"},
+      {"version: 1\nrdma: {sock: /x}\nexports:\n  - {path: /a, clients: [1.1.1.1]}\n",
+       "rdma.sock: unknown key; allowed keys: socket, address, port, transport, credits, max_connections"},
       {"exports: [", "t.yaml:1:"},
   };
   for (const Case& c : cases) {
