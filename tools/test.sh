@@ -6,8 +6,9 @@
 #                each libFuzzer target for FUZZ_SECONDS (default 20)
 # Usage (as root on Debian 12): tools/test.sh [--quick]   (--quick: gcc build only)
 # The gcc build also runs the interop-long suite (1 GiB each way between the
-# kernel and iwarpd, SHA-256 checked; about a minute); the ASan build leaves it
-# out. Benchmarks are not part of this run: see tools/bench.sh.
+# kernel and iwarpd, a 1 GiB file through iwarp-nfsd by libnfs over TCP and by
+# iwarp-nfs over NFS/RDMA between two daemons, SHA-256 checked; a few
+# minutes); the ASan build leaves it out. Benchmarks are not part of this run: see tools/bench.sh.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
