@@ -14,6 +14,10 @@ tools/nfs_bench.py (iwarp-nfs bench against both).
                (rpcbind keeps them at fixed paths there).
   IwarpNfs     the iwarp-nfs command line for one server (address, ports,
                export path) run in a namespace.
+  IwarpNfsdRdma / IwarpNfsRdma
+               the same over RPC-over-RDMA (iWARP) through iwarpd: the
+               server an application of one daemon (its rdma: section names
+               the daemon's application socket), the client of another.
 
 Every process is stopped by its own PID; each server's log is kept in its
 work directory. Python standard library only.
@@ -195,6 +199,50 @@ class IwarpNfsd:
             self.proc = None
 
 
+class IwarpNfsdRdma(IwarpNfsd):
+    """iwarp-nfsd serving NFS/RDMA (iWARP on MPA/TCP) on `rdma_port` as an
+    application of the iwarpd whose application socket is `socket`; its TCP
+    listeners stay on 127.0.0.1 with ephemeral ports."""
+
+    def __init__(self, exe, workdir, export_dir, socket, rdma_port=20049,
+                 clients=("127.0.0.1", "198.18.0.0/15"), io_threads=4, cpu_prefix=()):
+        super().__init__(exe, None, workdir, export_dir, clients=clients, io_threads=io_threads,
+                         cpu_prefix=cpu_prefix)
+        self.socket, self.rdma_port = socket, rdma_port
+
+    def config_text(self):
+        return ("version: 1\n"
+                "listen: {address: 127.0.0.1, nfs_port: 0, mount_port: 0}\n"
+                "state_dir: %s\n"
+                "io_threads: %d\n"
+                "rpcbind: off\n"
+                "rdma:\n"
+                "  socket: %s\n"
+                "  port: %d\n"
+                "  transport: tcp\n"
+                "exports:\n"
+                "  - {path: %s, id: 1, clients: [%s], access: rw, root_squash: false}\n" %
+                (os.path.join(self.workdir, "state"), self.io_threads, self.socket, self.rdma_port,
+                 self.export_dir, ", ".join(self.clients)))
+
+    def start(self, timeout=30.0):
+        os.makedirs(os.path.join(self.workdir, "state"), exist_ok=True)
+        conf = os.path.join(self.workdir, "nfsd.yaml")
+        with open(conf, "w") as f:
+            f.write(self.config_text())
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(self.cpu_prefix + [self.exe, "--config", conf],
+                                         stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "NFS/RDMA port" in tail(self.log):
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("iwarp-nfsd did not start serving NFS/RDMA:\n" + tail(self.log))
+
+
 class Ganesha:
     """rpcbind + ganesha.nfsd exporting `export_dir` (Path and Pseudo) over
     NFSv3/TCP, sec=sys, RW, no root squash; and each (path, bytes) of
@@ -342,6 +390,15 @@ class IwarpNfs:
             out.seek(0)
             err.seek(0)
             return rc, out.read(), err.read(), cpu, wall
+
+
+class IwarpNfsRdma(IwarpNfs):
+    """iwarp-nfs over RPC-over-RDMA (iWARP) through the iwarpd whose
+    application socket is `socket`, to the server at `server_ip`:`port`."""
+
+    def __init__(self, exe, socket, server_ip, port, export, cpu_prefix=()):
+        self.base = list(cpu_prefix) + [exe, "--export", export, "--server", server_ip, "--rdma", "tcp",
+                                        "--socket", socket, "--port", str(port)]
 
 
 def parse_bench(out):

@@ -42,12 +42,16 @@
 #          busy-polling worker per core) next to the same program over kernel
 #          TCP on a veth pair, with ratios and per-busy-core figures (root,
 #          hugepages; tools/rpc_bench.py)
-#        tools/bench.sh nfs [--size-mib N] [--seconds S] [--qd N] [--repeat N] [--dir DIR] [--no-pin]
-#          iwarp-nfs bench against iwarp-nfsd and nfs-ganesha (FSAL VFS), both
-#          over kernel TCP on a veth pair, alternated: sequential 1 MiB write
-#          and read MiB/s, random 4 KiB read and write IOPS and latency
-#          percentiles, server and client CPU seconds and MiB/s per busy
-#          core, with ratios (root, nfs-ganesha; tools/nfs_bench.py)
+#        tools/bench.sh nfs [--size-mib N] [--seconds S] [--qd N] [--lat-size-mib N]
+#                           [--repeat N] [--dir DIR] [--no-pin]
+#          iwarp-nfs bench against iwarp-nfsd over RPC-over-RDMA (two iwarpd
+#          daemons on net_memif, busy-polling worker per core), iwarp-nfsd
+#          over kernel TCP on a veth pair and nfs-ganesha (FSAL VFS) over
+#          kernel TCP, alternated: sequential 1 MiB write and read MiB/s,
+#          random 4 KiB read and write IOPS and latency percentiles (and
+#          4 KiB read latency at queue depth 1), busy cores and MiB/s per
+#          busy core per job, with ratios and the NFS issue's targets
+#          (root, hugepages, nfs-ganesha; tools/nfs_bench.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -84,9 +88,10 @@ if [ "${1:-}" = rpc ]; then
 fi
 if [ "${1:-}" = nfs ]; then
   shift
-  ninja -C build-release nfs/iwarp-nfsd nfs/iwarp-nfs
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl nfs/iwarp-nfsd nfs/iwarp-nfs
   exec python3 tools/nfs_bench.py --nfsd build-release/nfs/iwarp-nfsd \
-    --nfs build-release/nfs/iwarp-nfs "$@"
+    --nfs build-release/nfs/iwarp-nfs --iwarpd build-release/dataplane/iwarpd \
+    --iwarpctl build-release/tools/iwarpctl "$@"
 fi
 if [ "${1:-}" = iwarp-perf ]; then
   shift
