@@ -149,8 +149,8 @@ class Nfsd:
 
 
 class Client:
-    def __init__(self, args, socket, export, transport, port):
-        self.base = [args.nfs, "--export", export, "--server", iwd.A_IP, "--rdma", transport,
+    def __init__(self, args, socket, export, transport, port, server=iwd.A_IP):
+        self.base = [args.nfs, "--export", export, "--server", server, "--rdma", transport,
                      "--socket", socket, "--port", str(port)]
 
     def cmd(self, *rest):
