@@ -65,7 +65,18 @@ RdmaClient::RdmaClient(iwarp_session* session, uint32_t pd, const RdmaClientOpti
 
 RdmaClient::~RdmaClient() {
   if (qp_ != nullptr) {
-    iwarp_disconnect(qp_);
+    // A graceful close (RFC 5040 5.5): the server sees the stream end with
+    // nothing in flight, not a reset. Wait (briefly) for the close to
+    // complete before the QP goes; the session's events are this client's.
+    if (iwarp_disconnect(qp_) == 0 && state_ == State::kUp) {
+      const int64_t deadline = NowMs() + 1000;
+      iwarp_event ev;
+      for (int64_t left = 1000; left > 0; left = deadline - NowMs()) {
+        if (iwarp_get_event(s_, &ev, static_cast<int>(left)) != 1) break;
+        if (ev.type == IWARP_EVENT_DEVICE_FATAL) break;
+        if (ev.qp_id == qp_id_ && (ev.type == IWARP_EVENT_DISCONNECTED || ev.type == IWARP_EVENT_QP_ERROR)) break;
+      }
+    }
     iwarp_destroy_qp(qp_);
   }
   if (cq_ != nullptr) iwarp_destroy_cq(cq_);

@@ -49,7 +49,8 @@ enum class RdmaError : uint8_t {
   kWriteFailed,          // an RDMA Write into a Write or Reply chunk failed
   kSendFailed,           // a Send (reply, call or error) failed
   kRecvFailed,           // a receive completed in error
-  kConnectionLost,       // disconnected / QP error event
+  kConnectionLost,       // disconnected / QP error with a call in progress (server; a
+                         // client that leaves between calls ends normally)
   kNoBuffer,             // registered memory exhausted: call or reply dropped
   // Requester.
   kReplyUnknownXid,      // a reply whose XID no outstanding call has

@@ -234,8 +234,16 @@ void RdmaServer::Conn::OnWc(const iwarp_wc& wc) {
     if (wc.status != IWARP_WC_SUCCESS) {
       s.state = SlotState::kIdle;
       // A flushed receive is the connection ending (the peer left), not a
-      // failed one.
-      Fail(wc.status == IWARP_WC_WR_FLUSH_ERR ? RdmaError::kConnectionLost : RdmaError::kRecvFailed);
+      // failed one; with none of our RDMA Reads or reply Sends in flight and
+      // no call with the handler, nothing was lost: the normal end of a
+      // connection between calls, not counted as an error.
+      if (wc.status == IWARP_WC_WR_FLUSH_ERR) {
+        const bool busy = AnyIn(SlotState::kWaitSink) || AnyIn(SlotState::kReading) ||
+                          AnyIn(SlotState::kSending) || AnyIn(SlotState::kDelivered);
+        Fail(busy ? RdmaError::kConnectionLost : RdmaError::kNone);
+      } else {
+        Fail(RdmaError::kRecvFailed);
+      }
       return;
     }
     OnRecv(i, wc.byte_len);
@@ -605,7 +613,7 @@ void RdmaServer::OnConnectRequest(const iwarp_event& ev) {
 }
 
 void RdmaServer::EndConnection(Conn* c, RdmaError reason) {
-  ++counters_.errors[static_cast<size_t>(reason)];
+  if (reason != RdmaError::kNone) ++counters_.errors[static_cast<size_t>(reason)];
   ++counters_.disconnects;
   c->Teardown();
   handler_.OnDisconnect(*c);
@@ -633,6 +641,12 @@ RdmaError RdmaServer::LostReason(const Conn& c, const iwarp_event& ev) {
       ev.term_etype == kRemoteProtection) {
     if (c.AnyIn(Conn::SlotState::kReading)) return RdmaError::kReadChunkFailed;
     if (c.AnyIn(Conn::SlotState::kSending)) return RdmaError::kWriteFailed;
+  }
+  // The client closed (graceful close, RFC 5040 5.5) with nothing of ours
+  // in flight: the normal end of a connection, not an error.
+  if (ev.type == IWARP_EVENT_DISCONNECTED && ev.reason == 0 && !c.AnyIn(Conn::SlotState::kReading) &&
+      !c.AnyIn(Conn::SlotState::kSending)) {
+    return RdmaError::kNone;
   }
   return RdmaError::kConnectionLost;
 }
