@@ -1,0 +1,626 @@
+#!/usr/bin/env python3
+"""Traffic tests driven by Pktgen-DPDK against iwarpd.
+
+One command starts iwarpd (net_memif server ports, in a private network
+namespace) and pktgen (net_memif client, --no-pci --no-huge, its own
+--file-prefix) on a shared link, runs a scenario for a bounded time, reads
+pktgen's counters (written by its Lua script) and iwarpd's (iwarpctl --json)
+and prints a verdict table. Frames are built here with the builders of
+tests/dataplane_integration.py and replayed by pktgen from pcap files.
+
+  pktgen_traffic.py SCENARIO --iwarpd PATH --iwarpctl PATH [--pktgen PATH]
+                    [--sizes 64,512,1518] [--rates 1,5,25,100] [--step-ms N]
+                    [--seconds S] [--tcp-extra YAML]
+  SCENARIO:
+    throughput  RFC 2544-style: ICMP echo requests of each frame size replayed
+                at a ladder of rates; the verdict is the highest rate at which
+                every frame pktgen sent came back as an echo reply.
+    flood       an iWARP transfer between two iwarpd daemons (RDMA Write then
+                Read back, SHA-256 checked) runs once alone and once while
+                pktgen floods the responder daemon's second port at its full
+                rate with SYNs to the iWARP port from rotating sources, stray
+                ACKs and RSTs with random sequence numbers, fragments,
+                malformed IPv4 and TCP and junk Ethernet.
+
+Pktgen is found at $PKTGEN, else ../shared/pktgen/pktgen beside the repository.
+Exit status: 0 pass, 1 fail, 77 skip (no pktgen, not root, no hugepages).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import dataplane_integration as dpi  # noqa: E402
+import iwarp_dataplane as iwd  # noqa: E402
+
+from dataplane_integration import TestFailure, log  # noqa: E402
+
+SKIP = 77
+PKT_MAC = "02:00:00:00:03:02"   # pktgen's frames carry this source MAC
+LINK_IP = "198.18.3.1"          # iwarpd's address on the pktgen link
+PKT_IP = "198.18.3.2"           # pktgen's address on that link
+FLOOD_NET = "198.18.4."         # rotating flood sources (off-link, via PKT_IP)
+
+
+# --- pcap files ---------------------------------------------------------------
+
+def write_pcap(path, frames):
+    """Classic libpcap file, Ethernet link type, frames without FCS."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", i // 1000000, i % 1000000, len(fr), len(fr)))
+            f.write(fr)
+
+
+def eth(dst_mac, src_mac, ethertype):
+    return dpi.mac_bytes(dst_mac) + dpi.mac_bytes(src_mac) + struct.pack("!H", ethertype)
+
+
+def echo_frames(dst_mac, size, count=64):
+    """ICMP echo requests whose frames are `size` bytes with the FCS (pktgen
+    and RFC 2544 count it), each with its own sequence number."""
+    payload_len = size - 4 - 14 - 20 - 8
+    out = []
+    for seq in range(count):
+        payload = bytes((seq + i) & 0xFF for i in range(payload_len))
+        icmp = dpi.icmp_echo(0x2544, seq, payload)
+        out.append(eth(dst_mac, PKT_MAC, 0x0800) + dpi.ipv4_packet(PKT_IP, LINK_IP, icmp,
+                                                                   flags_frag=0))
+    return out
+
+
+# --- pktgen -------------------------------------------------------------------
+
+def find_pktgen(arg):
+    for p in (arg, os.environ.get("PKTGEN"),
+              os.path.join(os.path.dirname(ROOT), "shared", "pktgen", "pktgen")):
+        if p and os.path.isfile(p) and os.access(p, os.X_OK):
+            return os.path.abspath(p)
+    return None
+
+
+class Pktgen:
+    """One pktgen run: a net_memif client port against `sock`, a Lua script
+    with its parameters prepended, results read back from the file it writes.
+    It runs under `script` (it needs a terminal) in a session of its own, so
+    the whole process group it makes is ended by its id."""
+
+    def __init__(self, binary, workdir, ns, sock, tag):
+        self.binary, self.dir, self.ns, self.sock = binary, workdir, ns, sock
+        self.prefix = "pkt_%s%d" % (tag, os.getpid())
+        self.out = os.path.join(workdir, "pktgen_%s.out" % tag)
+        self.screen = os.path.join(workdir, "pktgen_%s.screen" % tag)
+        self.lua = os.path.join(workdir, "pktgen_%s.lua" % tag)
+        self.proc = None
+
+    def start(self, scenario_lua, params, pcap=None, lcores="0,1", main_lcore=1, port_lcore=0):
+        with open(os.path.join(HERE, scenario_lua)) as f:
+            body = f.read()
+        head = "".join("%s = %s\n" % (k, lua_value(v)) for k, v in params.items())
+        head += "PKTGEN_DIR = %s\nOUT = %s\n" % (lua_value(os.path.dirname(self.binary)),
+                                               lua_value(self.out))
+        with open(self.lua, "w") as f:
+            f.write(head + body)
+        cmd = [self.binary, "-l", lcores, "--main-lcore", str(main_lcore), "--no-pci",
+               "--no-huge", "-m", "2048", "--file-prefix", self.prefix, "--log-level", "7",
+               "--vdev", "net_memif0,role=client,socket=%s,socket-abstract=no" % self.sock,
+               "--", "-P", "-m", "%d.0" % port_lcore, "-f", self.lua]
+        if pcap:
+            cmd += ["-s", "0:" + pcap]
+        inner = " ".join(shlex_quote(c) for c in ["ip", "netns", "exec", self.ns] + cmd)
+        self.screen_f = open(self.screen, "wb")
+        self.proc = subprocess.Popen(["script", "-qfec", inner, "/dev/null"],
+                                     stdin=subprocess.DEVNULL, stdout=self.screen_f,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def lines(self):
+        try:
+            with open(self.out) as f:
+                return f.read().splitlines()
+        except OSError:
+            return []
+
+    def wait_line(self, word, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if word in self.lines():
+                return True
+            if self.proc.poll() is not None:
+                return word in self.lines()
+            time.sleep(0.1)
+        return False
+
+    def screen_text(self):
+        try:
+            with open(self.screen, "rb") as f:
+                raw = f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\r", "", raw)
+
+    def version(self):
+        m = re.search(r"Pktgen (?:Ver|version)[: ]*\s*([0-9][0-9.]+)", self.screen_text())
+        return m.group(1) if m else "unknown"
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=5)
+        self.screen_f.close()
+        shutil.rmtree("/var/run/dpdk/" + self.prefix, ignore_errors=True)
+
+
+def shlex_quote(s):
+    import shlex
+    return shlex.quote(s)
+
+
+def lua_value(v):
+    if isinstance(v, str):
+        return '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"')
+    if isinstance(v, (list, tuple)):
+        return "{" + ", ".join(lua_value(x) for x in v) + "}"
+    return str(v)
+
+
+def parse_kv(line):
+    return {k: (int(v) if re.fullmatch(r"-?\d+", v) else v)
+            for k, v in (t.split("=", 1) for t in line.split()[1:] if "=" in t)}
+
+
+# --- verdict table ------------------------------------------------------------
+
+class Verdict:
+    def __init__(self, title):
+        self.title = title
+        self.rows = []  # (check, value, rule, ok)
+
+    def add(self, check, value, rule, ok):
+        self.rows.append((check, str(value), rule, bool(ok)))
+        return ok
+
+    def ok(self):
+        return all(r[3] for r in self.rows)
+
+    def print(self):
+        w0 = max([len(r[0]) for r in self.rows] + [5])
+        w1 = max([len(r[1]) for r in self.rows] + [5])
+        log("")
+        log("== %s ==" % self.title)
+        log("%-*s  %-*s  %-4s  %s" % (w0, "check", w1, "value", "", "rule"))
+        for c, v, rule, ok in self.rows:
+            log("%-*s  %-*s  %-4s  %s" % (w0, c, w1, v, "PASS" if ok else "FAIL", rule))
+        log("verdict: %s" % ("PASS" if self.ok() else "FAIL"))
+
+
+def counters(d):
+    """iwarpd totals: stats (L2/L3 counters and drops by reason) and tcp."""
+    t = dict(d.totals())
+    try:
+        tcp = d.ctl_json("tcp")
+        t.update({"tcp." + k: v for k, v in tcp.get("total", tcp).items()
+                  if isinstance(v, int)})
+    except (TestFailure, ValueError, KeyError):
+        pass
+    return t
+
+
+def delta(a, b):
+    return {k: b[k] - a.get(k, 0) for k in b if isinstance(b[k], int)}
+
+
+# --- scenario 1: throughput -----------------------------------------------------
+
+def drops_by_reason(t):
+    """Non-zero drop counters of iwarpd's totals ({reason: n})."""
+    r = t.get("drop_reasons") or t.get("drops_by_reason") or {}
+    if isinstance(r, dict):
+        return {k: v for k, v in r.items() if v}
+    return {}
+
+
+def scenario_throughput(args, work, pktgen_bin):
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rates = [float(r) for r in args.rates.split(",")]
+    sock = os.path.join(work, "memif.sock")
+    d = iwd.MemifDaemon(args, "t", LINK_IP, "server", sock, "  []\n")
+    v = Verdict("throughput: ICMP echo through iwarpd over net_memif (pktgen %s)"
+                % os.path.basename(pktgen_bin))
+    table = []
+    version = None
+    try:
+        d.start()
+        mac = port_mac(d)
+        for size in sizes:
+            pcap = os.path.join(work, "echo_%d.pcap" % size)
+            write_pcap(pcap, echo_frames(mac, size))
+            p = Pktgen(pktgen_bin, work, d.ns, sock, "t%d" % size)
+            before = counters(d)
+            try:
+                p.start("throughput.lua", {"RATES": rates, "STEP_MS": args.step_ms,
+                                           "SETTLE_MS": 300}, pcap=pcap)
+                budget = 25 + len(rates) * (args.step_ms + 600) / 1000.0
+                done = p.wait_line("done", budget)
+                version = version or p.version()
+                if not done:
+                    raise TestFailure("pktgen (%d B) did not finish its ladder in %.0f s:\n%s" %
+                                      (size, budget, p.screen_text()[-3000:]))
+            finally:
+                p.stop()
+            after = counters(d)
+            dd = delta(before, after)
+            steps = [parse_kv(l) for l in p.lines() if l.startswith("step ")]
+            tx = sum(s["tx"] for s in steps)
+            rx = sum(s["rx"] for s in steps)
+            best = None
+            for s in steps:
+                s["fps"] = s["tx"] * 1000.0 / args.step_ms
+                if s["tx"] > 0 and s["rx"] == s["tx"]:
+                    if best is None or s["fps"] > best["fps"]:
+                        best = s
+            for s in steps:
+                log("  %4d B  rate %6s%%  sent %9d  answered %9d  offered %10.0f frames/s%s" %
+                    (size, s["rate"], s["tx"], s["rx"], s["fps"],
+                     "" if s["rx"] == s["tx"] else "  LOSS %d" % (s["tx"] - s["rx"])))
+            table.append((size, best, steps))
+            held = best["fps"] if best else 0.0
+            v.add("%d B: highest rate with every frame answered" % size,
+                  "%.0f frames/s, %.1f Mbit/s" % (held, held * size * 8 / 1e6),
+                  "the lowest rate step (%s%%) loses nothing" % rates[0],
+                  steps and steps[0]["tx"] > 0 and steps[0]["rx"] == steps[0]["tx"])
+            reqs = dd.get("icmp_echo_requests_in", 0)
+            reps = dd.get("icmp_echo_replies_out", 0)
+            v.add("%d B: iwarpd saw every frame pktgen sent" % size,
+                  "sent %d, echo requests in %d, rx %d" % (tx, reqs, dd.get("rx_packets", 0)),
+                  "echo requests in == frames sent",
+                  reqs == tx)
+            txfull = dd.get("drop_reasons", {}) if False else None
+            drops = dd.get("drops", 0)
+            v.add("%d B: every reply accounted" % size,
+                  "replies out %d, answered %d, drops %d" % (reps, rx, drops),
+                  "replies out == requests in; answered + drops == replies out",
+                  reps == reqs and rx + drops >= reps and rx <= reps)
+        v.add("latency (pktgen latency mode)", "not measured",
+              "pktgen measures latency on its own timestamped UDP probes, which "
+              "iwarpd does not answer (ipv4_unknown_protocol)", True)
+    finally:
+        d.cleanup()
+    log("pktgen version: %s" % version)
+    v.print()
+    return v.ok()
+
+
+
+# --- scenario 2: floods while an iWARP transfer runs -----------------------------
+
+def tcp_segment(src, dst, sport, dport, seq, ack, flags, payload=b"", doff=5,
+                bad_checksum=False):
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, doff << 4, flags, 65535, 0, 0)
+    hdr += b"\0" * max(0, doff * 4 - 20) if doff >= 5 else b""
+    seg = hdr + payload
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(seg))
+    c = dpi.inet_checksum(pseudo + seg)
+    if bad_checksum:
+        c ^= 0x5A5A
+    return seg[:16] + struct.pack("!H", c) + seg[18:]
+
+
+SYN, RST, ACK, PSH = 0x02, 0x04, 0x10, 0x08
+
+
+def flood_frames(dst_mac, dst_ip, port, seed=2544):
+    """The flood mix, one pcap cycle: [(expected outcome, frame)]. Sources
+    rotate over 198.18.4.1-64 and their ports; sequence numbers are random.
+    Outcomes name the drop reason (or answer) each frame must be counted under."""
+    import random
+    rnd = random.Random(seed)
+    e = eth(dst_mac, PKT_MAC, 0x0800)
+    out = []
+
+    def ip(src, seg, **kw):
+        return e + dpi.ipv4_packet(src, dst_ip, seg, flags_frag=kw.pop("ff", 0x4000), **kw)
+    for i in range(64):
+        src = FLOOD_NET + str(1 + i)
+        sp = 20000 + rnd.randrange(40000)
+        # SYNs at the iWARP port: answered (SYN-ACK, a cookie under pressure).
+        for k in range(4):
+            out.append(("syn", ip(src, tcp_segment(src, dst_ip, sp + k, port,
+                                                   rnd.getrandbits(32), 0, SYN))))
+        # A stray ACK with random numbers at the listener: not a valid cookie.
+        out.append(("drop_tcp_bad_syn_cookie",
+                    ip(src, tcp_segment(src, dst_ip, sp + 7, port, rnd.getrandbits(32),
+                                        rnd.getrandbits(32), ACK | PSH, b"x" * 32))))
+        # RSTs with random sequence numbers: no connection for them.
+        out.append(("rst", ip(src, tcp_segment(src, dst_ip, sp + 8, port, rnd.getrandbits(32),
+                                               0, RST))))
+        out.append(("rst", ip(src, tcp_segment(src, dst_ip, sp + 9, port, rnd.getrandbits(32),
+                                               rnd.getrandbits(32), RST | ACK))))
+    mal = []
+    for i in range(16):
+        src = FLOOD_NET + str(100 + i)
+        seg = tcp_segment(src, dst_ip, 30000 + i, port, rnd.getrandbits(32), 0, SYN)
+        mal += [
+            ("drop_ipv4_fragment", ip(src, seg, ff=0x2000)),
+            ("drop_ipv4_fragment", ip(src, seg, ff=0x0020)),
+            ("drop_ipv4_bad_checksum", ip(src, seg, bad_checksum=True)),
+            ("drop_ipv4_bad_version", ip(src, seg, version_ihl=0x65)),
+            ("drop_ipv4_bad_ihl", ip(src, seg, version_ihl=0x44)),
+            ("drop_ipv4_truncated", (ip(src, seg))[:14 + 12]),
+            ("drop_tcp_bad_checksum", ip(src, tcp_segment(src, dst_ip, 30000 + i, port, 7, 0,
+                                                          SYN, bad_checksum=True))),
+            ("drop_tcp_malformed", ip(src, tcp_segment(src, dst_ip, 30000 + i, port, 7, 0, SYN,
+                                                       doff=3))),
+            ("drop_eth_unknown_ethertype",
+             eth(dst_mac, PKT_MAC, 0x88B5) + bytes(rnd.getrandbits(8) for _ in range(46))),
+            ("drop_eth_bad_source",
+             eth(dst_mac, "03:00:00:00:00:01", 0x0800) + dpi.ipv4_packet(src, dst_ip, seg)),
+            ("drop_eth_not_for_us",
+             eth("02:00:00:00:00:77", PKT_MAC, 0x0800) + dpi.ipv4_packet(src, dst_ip, seg)),
+            ("drop_eth_truncated", dpi.mac_bytes(dst_mac) + b"\x02\x00"),
+        ]
+    out += mal
+    return out
+
+
+FLOOD_REASONS = ["drop_tcp_bad_syn_cookie", "drop_ipv4_fragment", "drop_ipv4_bad_checksum",
+                 "drop_ipv4_bad_version", "drop_ipv4_bad_ihl", "drop_ipv4_truncated",
+                 "drop_tcp_bad_checksum", "drop_tcp_malformed", "drop_eth_unknown_ethertype",
+                 "drop_eth_bad_source", "drop_eth_not_for_us", "drop_eth_truncated"]
+
+
+class FloodResponder(iwd.MemifDaemon):
+    """Daemon A: the iWARP responder on m0 (to daemon B) and a second
+    net_memif server port m1 towards pktgen, whose flood sources
+    (198.18.4.0/24) are reached through pktgen's address."""
+
+    def __init__(self, args, sock, sock2, tcp_extra):
+        super().__init__(args, "fa", iwd.A_IP, "server", sock, iwd.responder_services(),
+                         iwd.RESPONDER_IWARP, tcp_extra=tcp_extra)
+        self.sock2 = sock2
+
+    def config_text(self):
+        t = super().config_text()
+        t = t.replace('socket-abstract=no"\n',
+                      'socket-abstract=no"\n  - name: m1\n    vdev: "net_memif1,role=server,'
+                      'socket=%s,socket-abstract=no"\n' % self.sock2, 1)
+        t = t.replace("interfaces:\n", "interfaces:\n  - port: m1\n    ipv4: %s/24\n"
+                      "    gateway: %s\n" % (LINK_IP, PKT_IP), 1)
+        return t
+
+
+def port_stats(d, name):
+    ports = d.ctl_json("ports")
+    for pid in ports["port_ids"]:
+        p = ports["port_%d" % pid]
+        if p.get("name") == name:
+            return p
+    raise TestFailure("no port %s in iwarpctl ports: %s" % (name, json.dumps(ports)))
+
+
+def vm_rss_kib(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def scenario_flood(args, work, pktgen_bin):
+    import threading
+    sock2 = os.path.join(work, "memif_pktgen.sock")
+    pair = iwd.Pair(args)
+    pair.a = FloodResponder(args, pair.sock, sock2, args.tcp_extra)
+    msg, qd = 65536, 4
+    count = args.transfer_mib * 1048576 // msg
+    clients = [("xfer", "write", msg, count, qd)]
+    v = Verdict("flood: iWARP transfer A<-B over net_memif while pktgen floods A's second port")
+    p = None
+    try:
+        pair.start()
+        mac1 = port_stats(pair.a, "m1")["mac"]
+        frames = flood_frames(mac1, LINK_IP, iwd.PORT_CRC)
+        pcap = os.path.join(work, "flood.pcap")
+        write_pcap(pcap, [f for _, f in frames])
+        per_cycle = {}
+        for k, _ in frames:
+            per_cycle[k] = per_cycle.get(k, 0) + 1
+        cycle = len(frames)
+
+        # Flood-free run first (the same minutes, the same daemons).
+        svcs, _ = pair.run_clients(clients, timeout=args.seconds * 10 + 60)
+        iwd.check_run(svcs, "xfer", "write", msg, count, qd)
+        base = svcs["xfer"]["run_goodput_mbps"]
+
+        stop_file = os.path.join(work, "stop")
+        p = Pktgen(pktgen_bin, work, pair.a.ns, sock2, "flood")
+        a_before = counters(pair.a)
+        m1_before = port_stats(pair.a, "m1")
+        rss0 = vm_rss_kib(pair.a.proc.pid)
+        p.start("flood.lua", {"STOP": stop_file, "MAX_MS": int(args.seconds * 1000 + 60000),
+                              "SETTLE_MS": 500}, pcap=pcap)
+        if not p.wait_line("flooding", 30):
+            raise TestFailure("pktgen did not start flooding:\n%s" % p.screen_text()[-3000:])
+        time.sleep(0.5)
+        # iwarpctl must answer throughout; the daemon's memory must stay flat.
+        probe = {"n": 0, "fail": 0, "worst_ms": 0.0, "rss_max": rss0, "stop": False}
+
+        def prober():
+            while not probe["stop"]:
+                t0 = time.monotonic()
+                r = dpi.run([args.iwarpctl, "--prefix", pair.a.prefix, "stats"],
+                            check_rc=False, timeout=10)
+                ms = (time.monotonic() - t0) * 1000
+                probe["n"] += 1
+                if r.returncode != 0:
+                    probe["fail"] += 1
+                probe["worst_ms"] = max(probe["worst_ms"], ms)
+                probe["rss_max"] = max(probe["rss_max"], vm_rss_kib(pair.a.proc.pid))
+                time.sleep(0.25)
+        th = threading.Thread(target=prober)
+        th.start()
+        t_flood = time.monotonic()
+        try:
+            svcs, _ = pair.run_clients(clients, timeout=args.seconds * 10 + 60)
+            # Keep the flood up for at least --seconds.
+            while time.monotonic() - t_flood < args.seconds:
+                time.sleep(0.1)
+        finally:
+            probe["stop"] = True
+            th.join()
+            open(stop_file, "w").close()
+        if not p.wait_line("done", 15):
+            raise TestFailure("pktgen did not stop:\n%s" % p.screen_text()[-3000:])
+        version = p.version()
+        res = parse_kv([l for l in p.lines() if l.startswith("flood ")][0])
+        p.stop()
+        p = None
+        time.sleep(0.5)
+        a_after = counters(pair.a)
+        m1_after = port_stats(pair.a, "m1")
+        dd = delta(a_before, a_after)
+        log("pktgen version: %s" % version)
+        log("pktgen: sent %d frames in %d ms (%.0f frames/s), received %d" %
+            (res["tx"], res["ms"], res["tx"] * 1000.0 / max(1, res["ms"]), res["rx"]))
+        log("iwarpd A counters during the flood (non-zero): " +
+            ", ".join("%s %d" % (k, x) for k, x in sorted(dd.items()) if x))
+
+        s = svcs["xfer"]
+        ok_x = (s["run"] == "ok" and s["run_messages"] == count and s["verify_failures"] == 0
+                and s["run_sha256"] == iwd.expected_sha256("write", msg, count, qd))
+        v.add("transfer under flood: every byte verified",
+              "%s, %d x %d B, SHA-256 %s" % (s["run"], s["run_messages"], msg,
+                                            "match" if ok_x else "MISMATCH"),
+              "run ok, all messages, no verify failures, SHA-256 as computed here", ok_x)
+        share = s["run_goodput_mbps"] / max(1, base)
+        v.add("goodput kept", "%d of %d Mbit/s (%.2f)" % (s["run_goodput_mbps"], base, share),
+              ">= %.2f of the flood-free run" % args.goodput_share,
+              share >= args.goodput_share)
+        rx1 = m1_after["ipackets"] - m1_before["ipackets"]
+        miss = m1_after.get("imissed", 0) - m1_before.get("imissed", 0)
+        v.add("flood offered", "%d frames, %.0f frames/s" %
+              (res["tx"], res["tx"] * 1000.0 / max(1, res["ms"])),
+              "pktgen at its full rate sends frames", res["tx"] > cycle)
+        v.add("every flood frame reached iwarpd", "sent %d, m1 ipackets %d, imissed %d" %
+              (res["tx"], rx1, miss), "ipackets + imissed == sent", rx1 + miss == res["tx"])
+        cycles_lo, cycles_hi = rx1 // cycle, -(-rx1 // cycle)
+        accounted = 0
+        for reason in FLOOD_REASONS:
+            n = dd.get(reason, 0)
+            accounted += n
+            lo, hi = per_cycle[reason] * cycles_lo, per_cycle[reason] * cycles_hi
+            v.add("counted as %s" % reason[5:], n, "%d..%d (%d per %d-frame cycle)" %
+                  (lo, hi, per_cycle[reason], cycle), lo <= n <= hi)
+        syns = dd.get("tcp.syn_cookies_sent", 0)
+        lo, hi = per_cycle["syn"] * cycles_lo, per_cycle["syn"] * cycles_hi
+        backlog = 512
+        answered_syn = syns
+        v.add("SYNs answered with SYN cookies", "%d cookies, %d backlog-full drops" %
+              (syns, dd.get("drop_tcp_syn_backlog_full", 0)),
+              "cookies >= SYNs sent - syn_backlog (%d..%d SYNs); none dropped" % (lo, hi),
+              syns >= lo - backlog and dd.get("drop_tcp_syn_backlog_full", 0) == 0)
+        rsts = dd.get("tcp.rsts_in", 0)
+        rst_drops = sum(dd.get(k, 0) for k in ("drop_tcp_listen_bad_flags",
+                                               "drop_tcp_no_connection",
+                                               "drop_tcp_rst_out_of_window"))
+        accounted += answered_syn + rst_drops
+        v.add("RSTs with wrong sequence numbers", "%d dropped (listen_bad_flags/no_connection/"
+              "rst_out_of_window), rsts_in %d, connections reset %d" %
+              (rst_drops, rsts, dd.get("tcp.closed_reset", 0)),
+              "each dropped under a named reason; no connection reset",
+              rst_drops >= per_cycle["rst"] * cycles_lo and dd.get("tcp.closed_reset", 0) == 0)
+        arp = dd.get("arp_requests_in", 0) + dd.get("arp_replies_in", 0)
+        accounted += arp
+        v.add("every frame accounted", "%d of %d (+ARP %d)" % (accounted, rx1, arp),
+              "named drops + answered SYNs + ARP == frames received on m1",
+              abs(accounted - rx1) <= backlog)
+        v.add("iwarpctl answered throughout", "%d probes, %d failed, slowest %.0f ms" %
+              (probe["n"], probe["fail"], probe["worst_ms"]),
+              "every probe answered within 2000 ms",
+              probe["n"] > 0 and probe["fail"] == 0 and probe["worst_ms"] < 2000)
+        v.add("memory bounded", "VmRSS %d -> max %d KiB" % (rss0, probe["rss_max"]),
+              "grows by less than 32 MiB", probe["rss_max"] - rss0 < 32 * 1024)
+    finally:
+        if p is not None:
+            p.stop()
+        pair.cleanup()
+    v.print()
+    return v.ok()
+
+
+def port_mac(d):
+    ports = d.ctl_json("ports")
+    return ports["port_%d" % ports["port_ids"][0]]["mac"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("scenario", choices=["throughput", "flood"])
+    ap.add_argument("--iwarpd", required=True)
+    ap.add_argument("--iwarpctl", required=True)
+    ap.add_argument("--pktgen")
+    ap.add_argument("--sizes", default="64,128,256,512,1024,1280,1518")
+    ap.add_argument("--rates", default="1,5,10,25,50,100")
+    ap.add_argument("--step-ms", type=int, default=1000)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--tcp-extra", default="")
+    ap.add_argument("--goodput-share", type=float, default=0.5)
+    ap.add_argument("--transfer-mib", type=int, default=256)
+    args = ap.parse_args()
+    pktgen_bin = find_pktgen(args.pktgen)
+    if pktgen_bin is None:
+        log("SKIP: pktgen not found ($PKTGEN or ../shared/pktgen/pktgen beside the repository; "
+            "README 'Traffic tests with pktgen' says how to build Pktgen-DPDK 23.06.1)")
+        return SKIP
+    dpi.skip_unless_possible()
+    for tool in ("script", "timeout"):
+        if shutil.which(tool) is None:
+            log("SKIP: '%s' not installed (pktgen needs a terminal)" % tool)
+            return SKIP
+    need = (2 if args.scenario == "flood" else 1) * iwd.MEMORY_MB
+    if iwd.free_hugepage_mib() < need:
+        log("SKIP: iwarpd on net_memif needs %d MiB of free hugepages (%d free; "
+            "tools/setup.sh --hugepages N)" % (need, iwd.free_hugepage_mib()))
+        return SKIP
+    log("pktgen: %s" % pktgen_bin)
+    work = tempfile.mkdtemp(prefix="iwarpd_pktgen_")
+    try:
+        fn = scenario_throughput if args.scenario == "throughput" else scenario_flood
+        ok = fn(args, work, pktgen_bin)
+    except TestFailure as e:
+        log("FAIL: %s" % e)
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
