@@ -1,15 +1,8 @@
 -- Scenario 'flood': pktgen replays the flood mix given with -s 0:FILE at its
 -- full rate until the harness creates the file STOP (or MAX_MS passes), then
--- writes how many frames it sent and received. Parameters prepended by the
--- harness: PKTGEN_DIR, OUT, STOP, MAX_MS, SETTLE_MS
-package.path = package.path .. ";" .. PKTGEN_DIR .. "/?.lua"
-require "Pktgen"
-
-local out = io.open(OUT, "w")
-local function emit(line)
-  out:write(line .. "\n")
-  out:flush()
-end
+-- writes how many frames it sent and received. Parameters: PKTGEN_DIR, OUT,
+-- COMMON, STOP, MAX_MS, SETTLE_MS.
+dofile(COMMON)
 
 local function exists(path)
   local f = io.open(path, "r")
@@ -19,7 +12,8 @@ end
 
 pktgen.pcap("0", "on")
 pktgen.set("0", "rate", 100)
-local s0 = pktgen.portStats("0", "port")[0]
+pktgen.delay(SETTLE_MS)
+local a = port_counters()
 pktgen.start("0")
 emit("flooding")
 local ms = 0
@@ -29,8 +23,8 @@ while ms < MAX_MS and not exists(STOP) do
 end
 pktgen.stop("0")
 pktgen.delay(SETTLE_MS)
-local s1 = pktgen.portStats("0", "port")[0]
-emit(string.format("flood ms=%d tx=%d rx=%d oerrors=%d", ms, s1.opackets - s0.opackets,
-                   s1.ipackets - s0.ipackets, (s1.oerrors or 0) - (s0.oerrors or 0)))
+local b = port_counters()
+emit(string.format("flood ms=%d tx=%d rx=%d oerrors=%d imissed=%d", ms, b.tx - a.tx, b.rx - a.rx,
+                   b.oerrors - a.oerrors, b.imissed - a.imissed))
 emit("done")
-out:close()
+OUT_FILE:close()
