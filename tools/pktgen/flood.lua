@@ -1,7 +1,7 @@
 -- Scenario 'flood': pktgen replays the flood mix given with -s 0:FILE at its
 -- full rate until the harness creates the file STOP (or MAX_MS passes), then
 -- writes how many frames it sent and received. Parameters: PKTGEN_DIR, OUT,
--- COMMON, STOP, MAX_MS, SETTLE_MS.
+-- COMMON, GO, STOP, MAX_MS, SRC_IP, SETTLE_MS.
 dofile(COMMON)
 
 local function exists(path)
@@ -10,10 +10,17 @@ local function exists(path)
   return false
 end
 
+-- pktgen answers ARP for its address (iwarpd's SYN-ACKs to the flood sources
+-- go through it: it is their gateway).
+pktgen.set_ipaddr("0", "src", SRC_IP)
+pktgen.process("0", "on")
 pktgen.pcap("0", "on")
 pktgen.set("0", "rate", 100)
 pktgen.delay(SETTLE_MS)
 local a = port_counters()
+-- The harness reads iwarpd's counters now, then creates GO.
+emit("ready")
+while not exists(GO) do pktgen.delay(50) end
 pktgen.start("0")
 emit("flooding")
 local ms = 0
