@@ -272,8 +272,9 @@ def scenario_throughput(args, work, pktgen_bin):
             before = counters(d)
             try:
                 p.start("throughput.lua", {"RATES": rates, "STEP_MS": args.step_ms,
-                                           "SETTLE_MS": 2100}, pcap=pcap)
-                budget = 30 + len(rates) * (args.step_ms + 2200) / 1000.0
+                                           "SETTLE_MS": 2100, "SEARCH": args.search},
+                        pcap=pcap)
+                budget = 30 + (len(rates) + args.search) * (args.step_ms + 2200) / 1000.0
                 done = p.wait_line("done", budget)
                 version = version or p.version()
                 if not done:
@@ -323,6 +324,12 @@ def scenario_throughput(args, work, pktgen_bin):
     finally:
         d.cleanup()
     log("pktgen version: %s" % version)
+    log("")
+    log("%6s  %16s  %16s  %12s" % ("size", "offered max f/s", "held f/s", "held Mbit/s"))
+    for size, best, steps in table:
+        held = best["fps"] if best else 0.0
+        log("%6d  %16.0f  %16.0f  %12.1f" % (size, max([s["fps"] for s in steps] + [0]), held,
+                                             held * size * 8 / 1e6))
     v.print()
     return v.ok()
 
@@ -617,6 +624,11 @@ def scenario_flood(args, work, pktgen_bin):
               probe["n"] > 0 and probe["fail"] == 0 and probe["worst_ms"] < 2000)
         v.add("memory bounded", "VmRSS %d -> max %d KiB" % (rss0, probe["rss_max"]),
               "grows by less than 32 MiB", probe["rss_max"] - rss0 < 32 * 1024)
+        log("")
+        log("flood offered %.0f frames/s (%d frames in %.1f s); held: %d of them counted "
+            "by iwarpd; goodput %d Mbit/s flood-free, %d Mbit/s under flood, kept %.2f" %
+            (sent * 1000.0 / max(1, res["ms"]), sent, res["ms"] / 1000.0, accounted, base,
+             s["run_goodput_mbps"], share))
     finally:
         if p is not None:
             p.stop()
@@ -639,6 +651,8 @@ def main():
     ap.add_argument("--sizes", default="64,128,256,512,1024,1280,1518")
     ap.add_argument("--rates", default="0.05,0.1,0.2,0.5,1,2,5,100")
     ap.add_argument("--step-ms", type=int, default=1000)
+    ap.add_argument("--search", type=int, default=0,
+                    help="throughput: binary-search trials after the ladder")
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--tcp-extra", default="")
     ap.add_argument("--goodput-share", type=float, default=0.25,
