@@ -104,7 +104,7 @@ if [ "${1:-}" = pktgen ]; then
   if [ "$which" = all ] || [ "$which" = throughput ]; then
     python3 tools/pktgen/pktgen_traffic.py throughput --iwarpd build-release/dataplane/iwarpd \
       --iwarpctl build-release/tools/iwarpctl --sizes 64,128,256,512,1024,1280,1518 \
-      --rates 0.02,0.05,0.1,0.2,0.5,1,2,5,100 --step-ms 2000 --search 4 || st=1
+      --rates 0.02,0.05,0.1,0.2,0.5,1,2,5,100 --step-ms 1000 --search 4 || st=1
   fi
   if [ "$which" = all ] || [ "$which" = flood ]; then
     python3 tools/pktgen/pktgen_traffic.py flood --iwarpd build-release/dataplane/iwarpd \
