@@ -29,7 +29,9 @@ Exit status: 0 pass, 1 fail, 77 skip (no pktgen, not root, no hugepages).
 import argparse
 import json
 import os
+import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -37,6 +39,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,10 +88,13 @@ def echo_frames(dst_mac, size, count=64):
 # --- pktgen -------------------------------------------------------------------
 
 def find_pktgen(arg):
-    for p in (arg, os.environ.get("PKTGEN"),
-              os.path.join(os.path.dirname(ROOT), "shared", "pktgen", "pktgen")):
-        if p and os.path.isfile(p) and os.access(p, os.X_OK):
-            return os.path.abspath(p)
+    """--pktgen, else $PKTGEN, else ../shared/pktgen/pktgen beside the
+    repository; the first one given is the only one tried."""
+    p = arg or os.environ.get("PKTGEN") or os.path.join(os.path.dirname(ROOT), "shared",
+                                                         "pktgen", "pktgen")
+    if os.path.isfile(p) and os.access(p, os.X_OK):
+        return os.path.abspath(p)
+    log("pktgen not found at %s" % p)
     return None
 
 
@@ -121,7 +127,7 @@ class Pktgen:
                "--", "-P", "-m", "%d.0" % port_lcore, "-f", self.lua]
         if pcap:
             cmd += ["-s", "0:" + pcap]
-        inner = " ".join(shlex_quote(c) for c in ["ip", "netns", "exec", self.ns] + cmd)
+        inner = " ".join(shlex.quote(c) for c in ["ip", "netns", "exec", self.ns] + cmd)
         self.screen_f = open(self.screen, "wb")
         self.proc = subprocess.Popen(["script", "-qfec", inner, "/dev/null"],
                                      stdin=subprocess.DEVNULL, stdout=self.screen_f,
@@ -176,11 +182,6 @@ class Pktgen:
                 self.proc.wait(timeout=5)
         self.screen_f.close()
         shutil.rmtree("/var/run/dpdk/" + self.prefix, ignore_errors=True)
-
-
-def shlex_quote(s):
-    import shlex
-    return shlex.quote(s)
 
 
 def lua_value(v):
@@ -244,14 +245,6 @@ def delta(a, b):
 
 
 # --- scenario 1: throughput -----------------------------------------------------
-
-def drops_by_reason(t):
-    """Non-zero drop counters of iwarpd's totals ({reason: n})."""
-    r = t.get("drop_reasons") or t.get("drops_by_reason") or {}
-    if isinstance(r, dict):
-        return {k: v for k, v in r.items() if v}
-    return {}
-
 
 def scenario_throughput(args, work, pktgen_bin):
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -334,7 +327,6 @@ def scenario_throughput(args, work, pktgen_bin):
     return v.ok()
 
 
-
 # --- scenario 2: floods while an iWARP transfer runs -----------------------------
 
 def tcp_segment(src, dst, sport, dport, seq, ack, flags, payload=b"", doff=5,
@@ -369,7 +361,6 @@ def flood_frames(dst_mac, dst_ip, port, seed=2544):
     """The flood mix, one pcap cycle: [(expected outcome, frame)]. Sources
     rotate over 198.18.4.1-64 and their ports; sequence numbers are random.
     Outcomes name the drop reason (or answer) each frame must be counted under."""
-    import random
     rnd = random.Random(seed)
     e = eth(dst_mac, PKT_MAC, 0x0800)
     out = []
@@ -478,7 +469,6 @@ def vm_rss_kib(pid):
 
 
 def scenario_flood(args, work, pktgen_bin):
-    import threading
     sock2 = os.path.join(work, "memif_pktgen.sock")
     pair = iwd.Pair(args)
     # syn_cookies always: every SYN is answered with a cookie, none takes a
