@@ -564,8 +564,9 @@ def scenario_flood(args, work, pktgen_bin):
         ok_x = (s["run"] == "ok" and s["run_messages"] == count and s["verify_failures"] == 0
                 and s["run_sha256"] == iwd.expected_sha256("write", msg, count, qd))
         v.add("transfer under flood: every byte verified",
-              "%s, %d x %d B, SHA-256 %s" % (s["run"], s["run_messages"], msg,
-                                            "match" if ok_x else "MISMATCH"),
+              "%s, %d x %d B, SHA-256 %s, connect error %s" %
+              (s["run"], s["run_messages"], msg, "match" if ok_x else "MISMATCH",
+               s.get("run_connect_error", "?")),
               "run ok, all messages, no verify failures, SHA-256 as computed here", ok_x)
         share = s["run_goodput_mbps"] / max(1, base)
         v.add("goodput kept", "%d of %d Mbit/s (%.2f)" % (s["run_goodput_mbps"], base, share),
