@@ -52,6 +52,14 @@
 #          4 KiB read latency at queue depth 1), busy cores and MiB/s per
 #          busy core per job, with ratios and the NFS issue's targets
 #          (root, hugepages, nfs-ganesha; tools/nfs_bench.py)
+#        tools/bench.sh pktgen [throughput|flood]
+#          Pktgen-DPDK against iwarpd over net_memif (tools/pktgen/pktgen_traffic.py;
+#          the pktgen binary at $PKTGEN or ../shared/pktgen/pktgen): ICMP echo at
+#          64..1518 B, a ladder of rates then a binary search, printing the rate
+#          offered and the highest rate held with every frame answered; and a
+#          1 GiB iWARP transfer between two daemons alone and then under pktgen's
+#          full-rate flood, printing the flood's rate, the goodput of both runs
+#          and their ratio (root, hugepages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -92,6 +100,22 @@ if [ "${1:-}" = nfs ]; then
   exec python3 tools/nfs_bench.py --nfsd build-release/nfs/iwarp-nfsd \
     --nfs build-release/nfs/iwarp-nfs --iwarpd build-release/dataplane/iwarpd \
     --iwarpctl build-release/tools/iwarpctl "$@"
+fi
+if [ "${1:-}" = pktgen ]; then
+  shift
+  ninja -C build-release dataplane/iwarpd tools/iwarpctl
+  which=${1:-all}
+  st=0
+  if [ "$which" = all ] || [ "$which" = throughput ]; then
+    python3 tools/pktgen/pktgen_traffic.py throughput --iwarpd build-release/dataplane/iwarpd \
+      --iwarpctl build-release/tools/iwarpctl --sizes 64,128,256,512,1024,1280,1518 \
+      --rates 0.02,0.05,0.1,0.2,0.5,1,2,5,100 --step-ms 1000 --search 4 || st=1
+  fi
+  if [ "$which" = all ] || [ "$which" = flood ]; then
+    python3 tools/pktgen/pktgen_traffic.py flood --iwarpd build-release/dataplane/iwarpd \
+      --iwarpctl build-release/tools/iwarpctl --seconds 10 --transfer-mib 1024 || st=1
+  fi
+  exit $st
 fi
 if [ "${1:-}" = iwarp-perf ]; then
   shift

@@ -20,6 +20,7 @@ packages=(
   libdpdk-dev dpdk libusrsctp-dev libabsl-dev libyaml-cpp-dev libisal-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev libpcap-dev
   python3 python3-pyelftools iproute2 iputils-ping tshark
+  liblua5.3-0
   libtirpc-dev rpcbind
   libnfs-dev libnfs-utils
   nfs-ganesha nfs-ganesha-vfs
