@@ -220,7 +220,9 @@ absl::StatusOr<uint32_t> NfsClient::Read(const Fh3& fh, uint64_t offset, Mutable
         if (!Decode(d, &res) || d.remaining() != 0) return false;
         if (res.status == NfsStat3::kOk) {
           if (res.data.size() > out.size()) return false;
-          if (res.data.data() != out.data()) std::memmove(out.data(), res.data.data(), res.data.size());
+          if (!res.data.empty() && res.data.data() != out.data()) {
+            std::memmove(out.data(), res.data.data(), res.data.size());
+          }
           got = static_cast<uint32_t>(res.data.size());
         }
         return true;
