@@ -26,6 +26,15 @@ load average 6.5: NULL p50 61.8 against 163.3 us (0.38x), 1 MiB echo 133 against
 177 MiB/s, 2.0 cores busy each, per busy core 0.75x; load average 4.5: NULL
 p50 39.4 against 88.8 us (0.44x), 1 MiB echo 676 against 417 MiB/s, per busy
 core 1.63x. The NULL target was met both times, the 1 MiB per-core one not.
+After the echo result stopped being bounce-copied (the server RDMA-Writes it
+from the Read chunk's sink), on a quiet machine (load average 0.3-1.2, three
+runs): NULL p50 36.4-38.5 against 103-114 us (0.32-0.36x, met); 1 MiB echo
+616-809 against 911-1240 MiB/s, iwarpd's 2.0 cores busy against the kernel's
+1.7-1.8, per busy core 0.44-0.67x (not met). Unloaded, the kernel's veth path
+is fast and the limit is the daemons' 1 MiB data path (iwarp-perf write_bw
+moves 1.1-1.4 GiB/s between the same two daemons): a per-core efficiency
+matter. The copy's removal was not measured against the previous build in
+the same minutes.
 
   rpc_bench.py --iwarpd PATH --iwarpctl PATH --rpc-perf PATH [--count-null N]
                [--count-1m N] [--depth N] [--no-pin]
