@@ -742,11 +742,23 @@ NfsResult FileSystem::Execute(uint32_t proc, const NfsArgs& args, const Caller& 
             }
           } else {
             const Sattr3& s = a.obj_attributes;
-            const int flags = O_CREAT | O_RDONLY | (a.mode == CreateMode::kGuarded ? O_EXCL : 0);
-            Fd fd(OpenBeneath(dir.fd, name, static_cast<uint64_t>(flags), s.set_mode ? (s.mode & 07777) : 0644));
-            if (fd.get() < 0) {
+            Fd fd(OpenBeneath(dir.fd, name, O_CREAT | O_EXCL | O_RDONLY, s.set_mode ? (s.mode & 07777) : 0644));
+            if (fd.get() < 0 && errno == EEXIST && a.mode == CreateMode::kUnchecked) {
+              // RFC 1813 3.3.8: UNCHECKED reuses an existing file. Only a
+              // regular file is reused, and it is looked at, never opened:
+              // opening a FIFO would block this worker and opening a device
+              // node has side effects (Linux knfsd answers EXIST too).
+              fd.reset(OpenBeneath(dir.fd, name, O_PATH, 0));
+              struct stat st;
+              if (fd.get() < 0) {
+                res.status = FromErrno(errno);
+              } else if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+                res.status = NfsStat3::kExist;
+              }
+            } else if (fd.get() < 0) {
               res.status = FromErrno(errno);
-            } else {
+            }
+            if (res.status == NfsStat3::kOk) {
               rest = s;
               rest.set_mode = false;
             }

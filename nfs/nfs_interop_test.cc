@@ -526,6 +526,29 @@ TEST_F(ClientFixture, RetransmittedCreateAndRemoveAreAnsweredFromTheCache) {
   EXPECT_NE(stats_.find("drc_hits 2"), std::string::npos) << stats_;
 }
 
+TEST_F(ClientFixture, UncheckedCreateReusesOnlyRegularFiles) {
+  // A FIFO in the export (made by MKNOD or locally): an UNCHECKED CREATE of
+  // its name used to open it, which blocks the server's worker for ever.
+  Connect();
+  auto root = client_->Mount(dir_ + "/exp");
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_EQ(mkfifo((dir_ + "/exp/pipe").c_str(), 0644), 0);
+  ASSERT_EQ(symlink("pipe", (dir_ + "/exp/link").c_str()), 0);
+  for (const char* name : {"pipe", "link"}) {
+    auto f = client_->Create(*root, name, 0644, CreateMode::kUnchecked);
+    ASSERT_FALSE(f.ok()) << name;
+    EXPECT_NE(std::string(f.status().message()).find("NFS3ERR_EXIST"), std::string::npos) << f.status();
+  }
+  // An existing regular file is reused, contents kept (no size given).
+  { std::ofstream(dir_ + "/exp/plain") << "abc"; }
+  auto f = client_->Create(*root, "plain", 0644, CreateMode::kUnchecked);
+  ASSERT_TRUE(f.ok()) << f.status();
+  auto attr = client_->Getattr(*f);
+  ASSERT_TRUE(attr.ok()) << attr.status();
+  EXPECT_EQ(attr->size, 3u);
+  EXPECT_EQ(attr->type, Ftype3::kReg);
+}
+
 TEST_F(ClientFixture, AuthSysIdentityIsApplied) {
   // uid 1000 may not write into a root-owned 0755 directory.
   rpc::TcpClientOptions o;
