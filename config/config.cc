@@ -636,7 +636,8 @@ constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
     {"sink", ServiceType::kSink},
     {"source", ServiceType::kSource},
     {"iwarp_responder", ServiceType::kIwarpResponder},
-    {"iwarp_client", ServiceType::kIwarpClient}};
+    {"iwarp_client", ServiceType::kIwarpClient},
+    {"iwarp_fpdu_test", ServiceType::kIwarpFpduTest}};
 constexpr std::pair<absl::string_view, IwarpOp> kIwarpOpNames[] = {
     {"write", IwarpOp::kWrite}, {"read", IwarpOp::kRead}, {"send", IwarpOp::kSend},
     {"mixed", IwarpOp::kMixed}};
@@ -1250,31 +1251,39 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
               {"verify", note("verify", Bool(&svc.verify))},
               {"transport", note("transport", Enum(&svc.transport, kIwarpTransportNames))},
               {"stream", note("stream", Uint(&svc.stream, {0, 65534}))},
+              {"local_isn", note("local_isn", Uint(&svc.local_isn, {0, UINT32_MAX}))},
+              {"remote_isn", note("remote_isn", Uint(&svc.remote_isn, {0, UINT32_MAX}))},
+              {"loop_bytes", note("loop_bytes", Uint(&svc.loop_bytes, {1, uint64_t{1} << 30}))},
+              {"region_bytes", note("region_bytes", Uint(&svc.region_bytes, {1, uint64_t{1} << 30}))},
           })) {
     return false;
   }
   // Keys that belong to other service types are mistakes, not no-ops.
   struct KeyUse {
     absl::string_view key;
-    bool echo, sink, source, responder, client;
+    bool echo, sink, source, responder, client, fpdu_test;
   };
   constexpr KeyUse kUses[] = {
-      {"port", true, true, false, true, false},
-      {"sha256", false, true, true, false, true},
-      {"remote", false, false, true, false, true},
-      {"remote_port", false, false, true, false, true},
-      {"bytes", false, false, true, false, false},
-      {"connections", false, false, true, false, false},
-      {"start_delay_ms", false, false, true, false, true},
-      {"crc", false, false, false, true, true},
-      {"markers", false, false, false, true, true},
-      {"op", false, false, false, false, true},
-      {"message_bytes", false, false, false, false, true},
-      {"count", false, false, false, false, true},
-      {"queue_depth", false, false, false, false, true},
-      {"verify", false, false, false, false, true},
-      {"transport", false, false, false, true, true},
-      {"stream", false, false, false, false, true},
+      {"port", true, true, false, true, false, true},
+      {"sha256", false, true, true, false, true, false},
+      {"remote", false, false, true, false, true, true},
+      {"remote_port", false, false, true, false, true, true},
+      {"bytes", false, false, true, false, false, false},
+      {"connections", false, false, true, false, false, false},
+      {"start_delay_ms", false, false, true, false, true, false},
+      {"crc", false, false, false, true, true, true},
+      {"markers", false, false, false, true, true, true},
+      {"op", false, false, false, false, true, false},
+      {"message_bytes", false, false, false, false, true, false},
+      {"count", false, false, false, false, true, false},
+      {"queue_depth", false, false, false, false, true, false},
+      {"verify", false, false, false, false, true, false},
+      {"transport", false, false, false, true, true, false},
+      {"stream", false, false, false, false, true, false},
+      {"local_isn", false, false, false, false, false, true},
+      {"remote_isn", false, false, false, false, false, true},
+      {"loop_bytes", false, false, false, false, false, true},
+      {"region_bytes", false, false, false, false, false, true},
   };
   const absl::string_view type = NameOf(svc.type, kServiceTypeNames);
   for (absl::string_view k : given) {
@@ -1287,6 +1296,7 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
         case ServiceType::kSource: ok = u.source; break;
         case ServiceType::kIwarpResponder: ok = u.responder; break;
         case ServiceType::kIwarpClient: ok = u.client; break;
+        case ServiceType::kIwarpFpduTest: ok = u.fpdu_test; break;
       }
       if (!ok) {
         std::vector<absl::string_view> types;
@@ -1295,6 +1305,7 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
         if (u.source) types.push_back("source");
         if (u.responder) types.push_back("iwarp_responder");
         if (u.client) types.push_back("iwarp_client");
+        if (u.fpdu_test) types.push_back("iwarp_fpdu_test");
         return Fail(mark, Join(path, k), absl::StrCat(k, " does not apply to type ", type),
                     absl::StrCat("allowed: ", k, " only with type ", absl::StrJoin(types, " or ")));
       }
@@ -1336,6 +1347,21 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
         return Fail(mark, Join(path, k), "missing required key",
                     "an iwarp_client needs remote: A.B.C.D and remote_port: N");
       }
+    }
+  }
+  if (svc.type == ServiceType::kIwarpFpduTest) {
+    for (absl::string_view k : {"remote", "remote_port", "loop_bytes"}) {
+      if (!has(k)) {
+        return Fail(mark, Join(path, k), "missing required key",
+                    "an iwarp_fpdu_test needs remote: A.B.C.D, remote_port: N and loop_bytes: N "
+                    "(the TCP payload bytes of one pass of the generator's capture)");
+      }
+    }
+    if (svc.markers && svc.loop_bytes % 512 != 0) {
+      return Fail(mark, Join(path, "loop_bytes"),
+                  absl::StrCat("loop_bytes ", svc.loop_bytes, " with markers: true"),
+                  "allowed: a multiple of 512, so every pass puts its Markers at the same "
+                  "places (RFC 5044 4.3)");
     }
   }
   config_.services.push_back(std::move(svc));
@@ -1462,7 +1488,26 @@ bool Loader::CheckTcpAndServices() {
                                Position(service_marks_[it->second].name), ")"),
                   "give every service a unique name");
     }
-    if (svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient) continue;
+    if (svc.type == ServiceType::kIwarpFpduTest) {
+      if (!config_.test_mode) {
+        return Fail(service_marks_[i].item, p + ".type",
+                    "iwarp_fpdu_test is a test mode (a QP established from configuration, "
+                    "no TCP or MPA handshake)",
+                    "use it only in a test configuration, which says 'test_mode: true' at the "
+                    "top level");
+      }
+      if (config_.workers.lcores.size() != 1) {
+        return Fail(service_marks_[i].item, p + ".type",
+                    absl::StrCat("iwarp_fpdu_test with ", config_.workers.lcores.size(),
+                                 " workers"),
+                    "allowed: exactly one worker lcore (its fixed 4-tuple must reach the "
+                    "worker that holds the connection)");
+      }
+    }
+    if (svc.type == ServiceType::kSource || svc.type == ServiceType::kIwarpClient ||
+        svc.type == ServiceType::kIwarpFpduTest) {
+      continue;
+    }
     ++listeners;
     auto [pit, pfresh] = ports.emplace(std::make_pair(svc.transport, svc.port), i);
     if (!pfresh) {
@@ -1863,6 +1908,7 @@ absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
                            const std::string& p) { return ReadIwarp(k, v, p); }},
           {"sctp", [this](const YAML::Node& k, const YAML::Node& v,
                           const std::string& p) { return ReadSctp(k, v, p); }},
+          {"test_mode", Bool(&config_.test_mode)},
       });
   if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
   return std::move(config_);
@@ -2108,6 +2154,11 @@ std::string DescribeConfig(const Config& c) {
                       NameOf(svc.op, kIwarpOpNames), " ", svc.count, " x ", svc.message_bytes,
                       " bytes, depth ", svc.queue_depth, ", crc ", svc.crc ? "on" : "off",
                       ", markers ", svc.markers ? "on" : "off");
+    } else if (svc.type == ServiceType::kIwarpFpduTest) {
+      absl::StrAppend(&out, " (TEST MODE) port ", svc.port, " to ", FormatIpv4(svc.remote), ":",
+                      svc.remote_port, ", isn ", svc.local_isn, "/", svc.remote_isn, ", loop ",
+                      svc.loop_bytes, " bytes, region ", svc.region_bytes, " bytes, crc ",
+                      svc.crc ? "on" : "off", ", markers ", svc.markers ? "on" : "off");
     } else {
       absl::StrAppend(&out, " on port ", svc.port);
     }
@@ -2255,6 +2306,13 @@ std::string FormatConfigYaml(const Config& c) {
                       "\n    message_bytes: ", svc.message_bytes, "\n    count: ", svc.count,
                       "\n    queue_depth: ", svc.queue_depth, "\n    verify: ", b(svc.verify),
                       "\n");
+    } else if (svc.type == ServiceType::kIwarpFpduTest) {
+      absl::StrAppend(&out, "    port: ", svc.port, "\n    remote: ", FormatIpv4(svc.remote),
+                      "\n    remote_port: ", svc.remote_port, "\n    local_isn: ", svc.local_isn,
+                      "\n    remote_isn: ", svc.remote_isn, "\n    loop_bytes: ", svc.loop_bytes,
+                      "\n    region_bytes: ", svc.region_bytes, "\n    crc: ", b(svc.crc),
+                      "\n    markers: ", b(svc.markers), "\n");
+      continue;
     } else {
       absl::StrAppend(&out, "    port: ", svc.port, "\n");
     }
@@ -2296,6 +2354,7 @@ std::string FormatConfigYaml(const Config& c) {
                   "\n  rto_max_ms: ", sc.rto_max_ms, "\n  delayed_sack_ms: ", sc.delayed_sack_ms,
                   "\n  sack_frequency: ", sc.sack_frequency, "\n  max_peers: ", sc.max_peers,
                   "\n  max_associations: ", sc.max_associations, "\n");
+  if (c.test_mode) out += "test_mode: true\n";
   return out;
 }
 

@@ -273,7 +273,11 @@ struct TcpConfig {
 //         dataplane/services/iwarp_services.h.
 // iwarp_client: connects to an iwarp_responder at remote:remote_port and runs
 //         the workload op / message_bytes / count / queue_depth.
-enum class ServiceType { kEcho, kSink, kSource, kIwarpResponder, kIwarpClient };
+// iwarp_fpdu_test: test configurations only (test_mode: true): a QP on a
+//         TCP connection established from configuration with agreed ISNs
+//         and MPA settings, so a packet generator replaying FPDUs drives
+//         placement; see dataplane/services/iwarp_services.h.
+enum class ServiceType { kEcho, kSink, kSource, kIwarpResponder, kIwarpClient, kIwarpFpduTest };
 
 // iwarp_client workload. mixed: message i is op (i mod 3) of write, read, send.
 enum class IwarpOp { kWrite, kRead, kSend, kMixed };
@@ -311,6 +315,14 @@ struct ServiceConfig {
   // the next stream no earlier client to the same remote:remote_port took.
   // Clients naming the same remote and remote_port share one association.
   int32_t stream = -1;
+  // iwarp_fpdu_test: our ISS and the generator's ISN (its first data byte is
+  // remote_isn + 1), the TCP payload bytes of one pass of the generator's
+  // capture (the receive sequence returns to remote_isn + 1 after it; with
+  // markers a multiple of 512) and the region's size.
+  uint32_t local_isn = 1000;
+  uint32_t remote_isn = 2000;
+  uint64_t loop_bytes = 0;
+  uint64_t region_bytes = 1 << 20;
 
   friend bool operator==(const ServiceConfig&, const ServiceConfig&) = default;
 };
@@ -386,6 +398,9 @@ struct Config {
   std::vector<ServiceConfig> services;
   IwarpConfig iwarp;
   SctpConfig sctp;
+  // Test configurations only: allows services that bypass a protocol's own
+  // setup (iwarp_fpdu_test). Never set on a production daemon.
+  bool test_mode = false;
 
   friend bool operator==(const Config&, const Config&) = default;
 };

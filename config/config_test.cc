@@ -332,7 +332,7 @@ TEST(ConfigErrors, FileNameAppearsInErrors) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
             path + ":2:1: portz: unknown key; allowed keys: version, eal, ports, interfaces, "
-                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp (did you mean 'ports'?)");
+                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode (did you mean 'ports'?)");
   std::remove(path.c_str());
 }
 
@@ -394,10 +394,10 @@ TEST(ConfigErrors, Version) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   EXPECT_EQ(Error2("telemetri: {}\n"),
             "t.yaml:7:1: telemetri: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp (did you mean 'telemetry'?)");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode (did you mean 'telemetry'?)");
   EXPECT_EQ(Error2("zzz: 1\n"),
             "t.yaml:7:1: zzz: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -823,7 +823,7 @@ TEST(ConfigErrors, AppInterface) {
 TEST(ConfigErrors, HostileTextIsEscaped) {
   EXPECT_EQ(Error2("\"bad\\nkey\": 1\n"),
             "t.yaml:7:1: bad\\nkey: unknown key; allowed keys: version, eal, ports, "
-            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp");
+            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode");
   std::string msg = Error2("logging: {level: \"" + std::string(100, 'x') + "\\u0001\"}\n");
   EXPECT_EQ(msg, "t.yaml:7:18: logging.level: '" + std::string(48, 'x') +
                      "...' is not a known value; allowed: error, warning, notice, info, debug");
@@ -1062,7 +1062,7 @@ TEST(ConfigServices, ParsesAndRoundTrips) {
 TEST(ConfigServices, Errors) {
   EXPECT_EQ(Error2("services:\n  - {name: e, type: chargen, port: 19}\n"),
             "t.yaml:8:21: services[0].type: 'chargen' is not a known value; allowed: echo, sink, "
-            "source, iwarp_responder, iwarp_client");
+            "source, iwarp_responder, iwarp_client, iwarp_fpdu_test");
   EXPECT_EQ(Error2("services:\n  - {name: e, type: echo}\n"),
             "t.yaml:8:5: services[0].port: missing required key; add 'port: N' (the TCP port the "
             "echo service listens on)");
@@ -1167,7 +1167,7 @@ TEST(ConfigIwarp, Errors) {
             "only with type iwarp_client");
   EXPECT_EQ(Error2("services:\n  - {name: e, type: echo, port: 1, crc: true}\n"),
             "t.yaml:8:5: services[0].crc: crc does not apply to type echo; allowed: crc only with "
-            "type iwarp_responder or iwarp_client");
+            "type iwarp_responder or iwarp_client or iwarp_fpdu_test");
   EXPECT_EQ(Error2("services:\n  - {name: c, type: iwarp_client, remote: 198.18.0.2, "
                    "remote_port: 1, op: scatter}\n"),
             "t.yaml:8:75: services[0].op: 'scatter' is not a known value; allowed: write, read, "
@@ -1198,4 +1198,53 @@ TEST(ConfigIwarp, Errors) {
 }
 
 }  // namespace
+// iwarp_fpdu_test is refused outside a test configuration, and its keys
+// round-trip through the formatter.
+TEST(ConfigIwarp, FpduTestNeedsTestMode) {
+  const std::string svc =
+      "services:\n  - {name: f, type: iwarp_fpdu_test, port: 4791, remote: 198.18.3.2, "
+      "remote_port: 40000, loop_bytes: 1024}\n";
+  EXPECT_EQ(Error2(svc),
+            "t.yaml:8:5: services[0].type: iwarp_fpdu_test is a test mode (a QP established "
+            "from configuration, no TCP or MPA handshake); use it only in a test configuration, "
+            "which says 'test_mode: true' at the top level");
+  absl::StatusOr<Config> c = LoadConfigString(
+      std::string(kMinimal) + "test_mode: true\n" +
+      "services:\n  - {name: f, type: iwarp_fpdu_test, port: 4791, remote: 198.18.3.2, "
+      "remote_port: 40000, local_isn: 7, remote_isn: 4294967295, loop_bytes: 1536, "
+      "region_bytes: 65536, markers: true, crc: false}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->test_mode);
+  const ServiceConfig& f = c->services[0];
+  EXPECT_EQ(f.type, ServiceType::kIwarpFpduTest);
+  EXPECT_EQ(f.local_isn, 7u);
+  EXPECT_EQ(f.remote_isn, 4294967295u);
+  EXPECT_EQ(f.loop_bytes, 1536u);
+  EXPECT_EQ(f.region_bytes, 65536u);
+  EXPECT_TRUE(f.markers);
+  EXPECT_FALSE(f.crc);
+  EXPECT_NE(DescribeConfig(*c).find("TEST MODE"), std::string::npos);
+  absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << FormatConfigYaml(*c);
+  EXPECT_EQ(back->services, c->services);
+  EXPECT_TRUE(back->test_mode);
+
+  EXPECT_EQ(Error2("test_mode: true\nservices:\n  - {name: f, type: iwarp_fpdu_test, port: 1, "
+                   "remote: 198.18.3.2, remote_port: 2, loop_bytes: 1000, markers: true}\n"),
+            "t.yaml:9:5: services[0].loop_bytes: loop_bytes 1000 with markers: true; allowed: a "
+            "multiple of 512, so every pass puts its Markers at the same places (RFC 5044 4.3)");
+  EXPECT_EQ(Error2("test_mode: true\nservices:\n  - {name: f, type: iwarp_fpdu_test, port: 1, "
+                   "remote: 198.18.3.2, remote_port: 2}\n"),
+            "t.yaml:9:5: services[0].loop_bytes: missing required key; an iwarp_fpdu_test needs "
+            "remote: A.B.C.D, remote_port: N and loop_bytes: N (the TCP payload bytes of one "
+            "pass of the generator's capture)");
+  EXPECT_EQ(Error2("services:\n  - {name: r, type: iwarp_responder, port: 1, loop_bytes: 5}\n"),
+            "t.yaml:8:5: services[0].loop_bytes: loop_bytes does not apply to type "
+            "iwarp_responder; allowed: loop_bytes only with type iwarp_fpdu_test");
+  EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\nworkers:\n"
+                  "  lcores: [1, 2]\ntest_mode: true\n" + svc),
+            "t.yaml:9:5: services[0].type: iwarp_fpdu_test with 2 workers; allowed: exactly one "
+            "worker lcore (its fixed 4-tuple must reach the worker that holds the connection)");
+}
+
 }  // namespace iwarp::config

@@ -297,6 +297,7 @@ void AddIwarpServiceFields(rte_tel_data* c, std::span<const TcpSnapshot* const> 
   IwarpServiceCounters sum;
   IwarpRunResult run;
   std::optional<rdmap::TerminateCode> term_sent, term_received;
+  IwarpService::TestRegion region;
   bool iwarp = false;
   for (const TcpSnapshot* s : snaps) {
     if (s == nullptr || i >= s->services.size() || !s->services[i].iwarp) continue;
@@ -308,11 +309,17 @@ void AddIwarpServiceFields(rte_tel_data* c, std::span<const TcpSnapshot* const> 
     if (ss.run.started) run = ss.run;  // a client runs on one worker
     if (ss.term_sent) term_sent = ss.term_sent;
     if (ss.term_received) term_received = ss.term_received;
+    if (ss.test_region.present) region = ss.test_region;
   }
   if (!iwarp) return;
 #define IWARP_SVC_TEL(f) rte_tel_data_add_dict_u64(c, #f, sum.f);
   IWARP_SERVICE_COUNTERS(IWARP_SVC_TEL)
 #undef IWARP_SVC_TEL
+  if (region.present) {
+    rte_tel_data_add_dict_u64(c, "test_stag", region.stag);
+    rte_tel_data_add_dict_u64(c, "test_to", region.to);
+    rte_tel_data_add_dict_u64(c, "test_region_bytes", region.length);
+  }
   rte_tel_data_add_dict_string(
       c, "last_terminate_sent",
       TermText(term_sent.has_value(), term_sent.value_or(rdmap::TerminateCode{})).c_str());

@@ -368,8 +368,9 @@ absl::Status Worker::InitTcp() {
   if (worker_count_ > 1) tcp_->SetPortFilter(&Worker::PortOwnedHere, this);
   size_t max_qps = 0;
   for (const config::ServiceConfig& sc : cfg_.services) {
-    const bool active =
-        sc.type == config::ServiceType::kSource || sc.type == config::ServiceType::kIwarpClient;
+    const bool active = sc.type == config::ServiceType::kSource ||
+                        sc.type == config::ServiceType::kIwarpClient ||
+                        sc.type == config::ServiceType::kIwarpFpduTest;
     // A source runs once, on worker 0; listeners run on every worker, but
     // SCTP services live with the SCTP endpoint on worker 0.
     const bool over_sctp = sc.transport == config::IwarpTransport::kSctp;
@@ -386,7 +387,8 @@ absl::Status Worker::InitTcp() {
     std::unique_ptr<TcpService> svc;
     IwarpService* iwarp = nullptr;
     if (sc.type == config::ServiceType::kIwarpResponder ||
-        sc.type == config::ServiceType::kIwarpClient) {
+        sc.type == config::ServiceType::kIwarpClient ||
+        sc.type == config::ServiceType::kIwarpFpduTest) {
       absl::StatusOr<std::unique_ptr<IwarpService>> s =
           IwarpService::Create(sc, cfg_.iwarp, tcp_.get(), &clock_, cfg_.tcp.max_connections,
                                local_ip, over_sctp ? sctp_services_.get() : nullptr);
@@ -947,6 +949,7 @@ void Worker::FillTcpSnapshot() {
       out.run = iwarp_services_[s]->run_result();
       out.term_sent = iwarp_services_[s]->last_terminate_sent();
       out.term_received = iwarp_services_[s]->last_terminate_received();
+      out.test_region = iwarp_services_[s]->test_region();
     }
   }
   snapshot_.qp_count = 0;

@@ -80,6 +80,7 @@ struct TcpSnapshot {
     IwarpServiceCounters iwarp_counters;
     IwarpRunResult run;            // iwarp_client
     std::optional<rdmap::TerminateCode> term_sent, term_received;  // the last ones
+    IwarpService::TestRegion test_region;  // iwarp_fpdu_test
   };
   bool enabled = false;
   tcp::TcpStackStats stats;

@@ -1425,6 +1425,21 @@ bool Qp::AttachPassive(tcp::ConnId conn) {
   return true;
 }
 
+bool Qp::AttachEstablished(tcp::ConnId conn, const Negotiated& negotiated) {
+  if (state_ != QpState::kIdle || stack_ == nullptr) return false;
+  conn_ = conn;
+  neg_ = negotiated;
+  Impl& m = *impl_;
+  // No MPA frames were exchanged: FPDUs start at stream offset 0 both ways.
+  m.StartFullOperation(0, 0);
+  m.tx_allowed = true;
+  m.deadline_us = 0;
+  m.deadline_pending = false;
+  state_ = QpState::kRts;
+  observer_.OnEstablished(*this, ByteSpan());
+  return true;
+}
+
 PostStatus Qp::PostSend(const SendWr& wr) {
   if (state_ == QpState::kIdle || state_ == QpState::kClosing ||
       state_ == QpState::kTerminating || QpEnded(state_)) {

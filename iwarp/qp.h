@@ -482,6 +482,12 @@ class Qp final : public tcp::TcpUser, private ddp::UntaggedQueues {
   // Passive open: called by Listener::OnAccept with an established TCP
   // connection. Idle QPs only; false otherwise.
   bool AttachPassive(tcp::ConnId conn);
+  // Test mode only (config test_mode, service iwarp_fpdu_test): `conn` was
+  // established from configuration (TcpStack::AdoptEstablished) and the MPA
+  // settings were agreed out of band: the QP enters Full Operation at once,
+  // FPDUs starting at stream offset 0 in both directions (Markers counted
+  // from there). Idle QPs over TCP only; false otherwise.
+  bool AttachEstablished(tcp::ConnId conn, const Negotiated& negotiated);
   // Active open over the LLP (CreateOnLlp QPs only): session Initiate with
   // the IRD/ORD block and `private_data` (<= 508 bytes).
   absl::Status ConnectLlp(ByteSpan private_data, uint64_t now_us);

@@ -198,6 +198,9 @@ struct TcpStack::Impl {
     Seq32 rcv_adv;        // right edge of the window last advertised
     Reassembler* reasm = nullptr;
     bool peer_fin_reported = false;
+    // Test mode (AdoptEstablished): the receive sequence returns to irs + 1
+    // after this many in-order bytes; 0 = never.
+    uint32_t loop_bytes = 0;
 
     // ------------------------------------------------ timestamps (RFC 7323)
     uint32_t ts_recent = 0;
@@ -389,6 +392,7 @@ struct TcpStack::Impl {
     c.sack_ok = c.ts_ok = c.wscale_on = false;
     c.snd_wnd = c.max_snd_wnd = 0;
     c.fin_queued = false;
+    c.loop_bytes = 0;
     c.shead = c.sused = 0;
     c.dhead = c.dcount = c.zc_count = 0;
     c.rhead = c.rcount = 0;
@@ -1395,6 +1399,7 @@ struct TcpStack::Impl {
       } else {
         ReceiveData(c, seg);
         if (!Alive(c, gen)) return;
+        if (c.loop_bytes != 0) LoopReceive(c);
       }
     }
     TrySend(c);
@@ -1905,6 +1910,24 @@ struct TcpStack::Impl {
     }
   }
 
+  // Test mode (TcpStack::AdoptEstablished): once all of one pass of
+  // loop_bytes arrived in order and was consumed, the expected sequence
+  // returns to irs + 1 (the ring position and the stream offsets the user
+  // sees go on). Nothing can be held beyond the pass's end: a generator
+  // replaying the same pass never sends those sequence numbers.
+  void LoopReceive(Conn& c) {
+    const Seq32 end = c.irs + 1u + c.loop_bytes;
+    if (c.reasm->rcv_nxt() != end || c.rcv_consumed != end || c.reasm->held_segments() > 0 ||
+        c.reasm->fin_received()) {
+      return;
+    }
+    c.reasm->Reset(c.irs + 1u, c.rbuf_cap);
+    c.rcv_consumed = c.irs + 1u;
+    c.rcv_adv = c.rcv_adv - c.loop_bytes;
+    c.snd_wl1 = c.irs;
+    ++stats.test_loops;
+  }
+
   size_t SendSpaceOf(const Conn& c) const {
     if (c.dcount + 2 > c.dcap) return 0;
     return c.scap - c.sused;
@@ -2153,6 +2176,43 @@ absl::StatusOr<ConnId> TcpStack::Connect(uint32_t local_ip, uint32_t remote_ip,
   return Impl::IdOf(*c);
 }
 
+absl::StatusOr<ConnId> TcpStack::AdoptEstablished(const FourTuple& t, Seq32 iss, Seq32 irs,
+                                                  uint16_t peer_window, uint32_t loop_bytes,
+                                                  TcpUser& user, uint64_t now_us) {
+  Impl& m = *impl_;
+  m.now_us = now_us;
+  if (!m.OwnsIp(t.local_addr)) return absl::InvalidArgumentError("tcp adopt: local address not ours");
+  if (t.local_port == 0 || t.remote_port == 0) return absl::InvalidArgumentError("tcp adopt: port 0");
+  if (loop_bytes > (1u << 30)) return absl::InvalidArgumentError("tcp adopt: loop_bytes over 1 GiB");
+  if (Impl::Conn* old = m.Lookup(t)) {
+    if (old->state != TcpState::kTimeWait) return absl::AlreadyExistsError("tcp adopt: 4-tuple in use");
+    m.FreeConn(*old);
+  }
+  Impl::Conn* c = m.AllocConn(t);
+  if (c == nullptr) return absl::ResourceExhaustedError("tcp adopt: connection table full");
+  c->user = &user;
+  c->iss = iss;
+  m.InitSendSeq(*c);
+  c->snd_una = iss + 1u;
+  c->snd_nxt = iss + 1u;
+  c->snd_max = iss + 1u;
+  // As if the peer's SYN had carried no options: no window scale, SACK or
+  // timestamps; its MSS is taken to be ours.
+  Segment syn;
+  syn.header.seq = irs;
+  syn.header.ack = iss + 1u;
+  syn.header.window = peer_window;
+  Options o;
+  o.mss = m.our_mss;
+  m.ApplySynOptions(*c, syn, o);
+  c->last_rx_us = now_us;
+  c->loop_bytes = loop_bytes;
+  c->state = TcpState::kEstablished;
+  ++stats_.established;
+  ++stats_.test_adopted;
+  return Impl::IdOf(*c);
+}
+
 void TcpStack::Input(uint32_t src_ip, uint32_t dst_ip, ByteSpan tcp_segment, uint64_t now_us,
                      ChecksumCheck check) {
   impl_->Input(src_ip, dst_ip, tcp_segment, now_us, check);
@@ -2335,6 +2395,7 @@ void TcpStack::ConsumeReceived(ConnId id, size_t bytes, uint64_t now_us) {
   const int32_t avail = data_end - c->rcv_consumed;
   if (avail <= 0) return;
   m.Consume(*c, static_cast<uint32_t>(std::min<size_t>(bytes, static_cast<uint32_t>(avail))));
+  if (c->loop_bytes != 0) m.LoopReceive(*c);
   if (c->ack_now && c->state != TcpState::kTimeWait && c->state != TcpState::kSynSent) {
     m.SendAck(*c);
   }

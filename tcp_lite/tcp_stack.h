@@ -350,7 +350,10 @@ using PortFilter = bool (*)(void* context, const FourTuple& tuple);
   X(time_wait_recycled, "time_wait_recycled")                         \
   X(time_wait_reopened, "time_wait_reopened")                         \
   X(send_buffers_held, "send_buffers_held")                           \
-  X(listen_refused, "listen_refused")
+  X(listen_refused, "listen_refused")                                 \
+  /* test mode: connections established from configuration, passes looped */ \
+  X(test_adopted, "test_adopted")                                     \
+  X(test_loops, "test_loops")
 
 struct TcpStackStats {
 #define IWARP_TCP_COUNTER_FIELD(field, name) uint64_t field = 0;
@@ -414,6 +417,20 @@ class TcpStack {
   // ours), ResourceExhausted (no slot / no port), AlreadyExists (4-tuple).
   absl::StatusOr<ConnId> Connect(uint32_t local_ip, uint32_t remote_ip, uint16_t remote_port,
                                  TcpUser& user, uint16_t local_port, uint64_t now_us);
+
+  // Test mode only (config test_mode, service iwarp_fpdu_test): a
+  // connection that is ESTABLISHED from now on with the agreed initial
+  // sequence numbers, no handshake and no options (no window scale, SACK or
+  // timestamps; the peer's MSS is taken to be ours, its window is
+  // `peer_window`). `loop_bytes` > 0: after that many in-order bytes the
+  // expected receive sequence returns to irs + 1 (the stream offsets OnData
+  // reports go on), so a generator replaying a capture of one pass of
+  // loop_bytes bytes over and over is one endless in-order stream. No
+  // keepalive. Errors: InvalidArgument, AlreadyExists (4-tuple),
+  // ResourceExhausted.
+  absl::StatusOr<ConnId> AdoptEstablished(const FourTuple& tuple, Seq32 iss, Seq32 irs,
+                                          uint16_t peer_window, uint32_t loop_bytes,
+                                          TcpUser& user, uint64_t now_us);
 
   // ------------------------------------------------ fast path
   // One received TCP segment (header + payload, exactly the IPv4 payload);

@@ -1606,3 +1606,56 @@ TEST_F(StackTest, CounterNamesAreListed) {
 
 }  // namespace
 }  // namespace iwarp::tcp
+
+namespace iwarp::tcp {
+namespace {
+
+// Test mode: a connection adopted in ESTABLISHED with agreed sequence
+// numbers, no handshake; a generator replaying one pass of loop_bytes over
+// and over is one in-order stream.
+TEST_F(StackTest, AdoptedConnectionLoopsItsReceiveSequence) {
+  Make();
+  const FourTuple t{kIpA, kPort, kIpB, peer_.src_port};
+  constexpr uint32_t kIss = 1000, kIrs = 0xFFFFFF00;  // the pass crosses the 2^32 wrap
+  constexpr uint32_t kLoop = 3000;
+  auto c = stack_->AdoptEstablished(t, Seq32(kIss), Seq32(kIrs), 65535, kLoop, user_, now_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(stack_->State(*c), TcpState::kEstablished);
+  EXPECT_TRUE(out_.Take().empty()) << "no SYN, no handshake";
+  EXPECT_EQ(stack_->AdoptEstablished(t, Seq32(kIss), Seq32(kIrs), 65535, kLoop, user_, now_).status().code(),
+            absl::StatusCode::kAlreadyExists);
+
+  const std::vector<uint8_t> pass = Pattern(kLoop, 7);
+  auto seg = [&](uint32_t off, uint32_t len) {
+    return peer_.Build(kFlagAck, kIrs + 1 + off, kIss + 1, 65535, Options(),
+                       std::vector<uint8_t>(pass.begin() + off, pass.begin() + off + len));
+  };
+  // Three passes; the second loses its middle segment, which only the third
+  // pass brings (same sequence numbers): the stream still arrives in order.
+  for (int p = 0; p < 3; ++p) {
+    for (uint32_t off = 0; off < kLoop; off += 1000) {
+      if (p == 1 && off == 1000) continue;
+      In(seg(off, 1000));
+    }
+  }
+  // Pass 1 whole (3000); pass 2's first 1000, its 2000..3000 held out of
+  // order until pass 3's copy of 1000..2000 filled the gap (pass 3's start
+  // was a duplicate): 6000 bytes, offsets continuous. Pass 3's last segment
+  // now waits out of order for the next pass.
+  EXPECT_EQ(user_.offset_errors, 0u);
+  ASSERT_EQ(user_.data.size(), 2u * kLoop);
+  for (size_t i = 0; i < user_.data.size(); ++i) ASSERT_EQ(user_.data[i], pass[i % kLoop]) << i;
+  EXPECT_EQ(stack_->stats().test_loops, 2u);
+  EXPECT_EQ(stack_->stats().test_adopted, 1u);
+  // The ACKs go to the generator with our ISS + 1 and, after a loop, the
+  // pass's start again.
+  const auto acks = out_.Take();
+  ASSERT_FALSE(acks.empty());
+  EXPECT_EQ(acks.back().h.seq.value(), kIss + 1);
+  EXPECT_EQ(acks.back().h.ack.value(), kIrs + 1);
+  EXPECT_FALSE(stack_->AdoptEstablished(FourTuple{kIpB, 1, kIpA, 2}, Seq32(1), Seq32(1), 1, 0, user_, now_).ok())
+      << "local address not ours";
+}
+
+}  // namespace
+}  // namespace iwarp::tcp

@@ -1022,6 +1022,150 @@ class Client final : public IwarpService, private engine::QpObserver {
   IwarpRunResult result_;
 };
 
+// iwarp_fpdu_test (test_mode only; iwarp_services.h): one QP on a
+// connection established from configuration, its region guarded on both
+// sides; a QP that sent or received a Terminate is reset and replaced at
+// once with the same sequence numbers.
+class FpduTest final : public IwarpService, private engine::QpObserver {
+ public:
+  FpduTest(const config::ServiceConfig& cfg, const config::IwarpConfig& iw, tcp::TcpStack* stack,
+           const ServiceClock* clock, uint32_t max_connections, uint32_t local_ip)
+      : IwarpService(cfg, stack, clock, max_connections),
+        iw_(iw),
+        options_(IwarpQpOptions(iw, cfg)),
+        local_ip_(local_ip),
+        memory_(2) {}
+
+  absl::Status Start() override {
+    if (local_ip_ == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("service ", cfg_.name, ": no interface address for the test connection"));
+    }
+    absl::StatusOr<uint32_t> stag = memory_.Register(
+        cfg_.region_bytes, ddp::kAccessRemoteWrite | ddp::kAccessRemoteRead | ddp::kAccessLocalWrite,
+        kTestBaseTo, 0, kFpduTestGuardBytes);
+    if (!stag.ok()) return stag.status();
+    stag_ = *stag;
+    std::memset(memory_.Bytes(stag_).data(), 0, cfg_.region_bytes);
+    auto [before, after] = memory_.Guards(stag_);
+    std::memset(before.data(), kGuardFill, before.size());
+    std::memset(after.data(), kGuardFill, after.size());
+    tuple_.local_addr = local_ip_;
+    tuple_.local_port = cfg_.port;
+    tuple_.remote_addr = cfg_.remote;
+    tuple_.remote_port = cfg_.remote_port;
+    return Establish(clock_->now_us);
+  }
+
+  void Poll(uint64_t now_ms) override {
+    TcpService::Poll(now_ms);
+    const uint64_t now_us = clock_->now_us;
+    if (qp_ != nullptr) {
+      qp_->Poll(now_us);
+      Completion cqe[kCqBatch];
+      while (qp_->PollCompletions(std::span<Completion>(cqe)) == kCqBatch) {
+      }
+      if (!restart_ && !engine::QpEnded(qp_->state())) return;
+      // A Terminate sent or received, or the connection ended: reset it (the
+      // generator never closes) and start over with the same sequence
+      // numbers, so the next pass of the capture is a new connection.
+      if (!engine::QpEnded(qp_->state())) qp_->Abort(now_us);
+      AccountFinished(*qp_);
+      CloseRecord();
+      qp_.reset();
+      restart_ = false;
+    }
+    if (!Establish(now_us).ok()) ++finished_.qp_recycle_failed;  // retried next poll
+  }
+
+  void AddLiveQpStats(IwarpServiceCounters* out) const override {
+    if (qp_ != nullptr) AddQpStats(out, qp_->stats());
+    out->guard_violations += GuardBytesChanged();
+  }
+
+  size_t ListQps(std::span<IwarpQpInfo> out) const override {
+    if (out.empty() || qp_ == nullptr || qp_->state() == QpState::kIdle) return 0;
+    FillInfo(*qp_, tuple_, &out[0]);
+    return 1;
+  }
+  size_t max_qps() const override { return 1; }
+  TestRegion test_region() const override {
+    return TestRegion{true, stag_, kTestBaseTo, cfg_.region_bytes};
+  }
+
+ private:
+  static constexpr uint64_t kTestBaseTo = 0x5000'0000;
+  static constexpr uint8_t kGuardFill = 0xA5;
+
+  absl::Status Establish(uint64_t now_us) {
+    if (qp_ == nullptr) {
+      absl::StatusOr<std::unique_ptr<Qp>> qp = Qp::Create(options_, *stack_, memory_, *this);
+      if (!qp.ok()) return qp.status();
+      qp_ = std::move(*qp);
+    }
+    absl::StatusOr<tcp::ConnId> conn = stack_->AdoptEstablished(
+        tuple_, Seq32(cfg_.local_isn), Seq32(cfg_.remote_isn), 65535,
+        static_cast<uint32_t>(cfg_.loop_bytes), *qp_, now_us);
+    if (!conn.ok()) {
+      return absl::Status(conn.status().code(),
+                          absl::StrCat("service ", cfg_.name, ": ", conn.status().message()));
+    }
+    engine::Negotiated n;
+    n.revision = iw_.revision;
+    n.crc = cfg_.crc;
+    n.tx_markers = cfg_.markers;
+    n.rx_markers = cfg_.markers;
+    n.ird = iw_.ird;
+    n.ord = iw_.ord;
+    if (!qp_->AttachEstablished(*conn, n)) {
+      stack_->Abort(*conn, now_us);
+      return absl::InternalError("test QP refused the connection");
+    }
+    Open(*conn, tuple_);
+    opened_ = *conn;
+    ++finished_.test_qps_started;
+    return absl::OkStatus();
+  }
+
+  void CloseRecord() {
+    if (opened_.slot < conns_.size()) {
+      Conn& c = conns_[opened_.slot];
+      if (c.active && c.generation == opened_.generation) {
+        c.active = false;
+        --counters_.active;
+        ++counters_.closed;
+      }
+    }
+    opened_ = tcp::ConnId{};
+  }
+
+  uint64_t GuardBytesChanged() const {
+    auto [before, after] = const_cast<DaemonMemory&>(memory_).Guards(stag_);
+    uint64_t n = 0;
+    for (uint8_t b : before) n += b != kGuardFill;
+    for (uint8_t b : after) n += b != kGuardFill;
+    return n;
+  }
+
+  // engine::QpObserver.
+  void OnEstablished(Qp&, ByteSpan) override { ++finished_.established; }
+  void OnTerminate(Qp&, const rdmap::TerminateCode& code, bool sent) override {
+    NoteTerminate(code, sent);
+    restart_ = true;
+  }
+  void OnDisconnected(Qp&) override { restart_ = true; }
+
+  const config::IwarpConfig iw_;
+  const engine::QpOptions options_;
+  const uint32_t local_ip_;
+  DaemonMemory memory_;
+  std::unique_ptr<Qp> qp_;
+  uint32_t stag_ = 0;
+  tcp::FourTuple tuple_;
+  tcp::ConnId opened_;
+  bool restart_ = false;
+};
+
 }  // namespace
 
 bool EncodeResponderPd(const ResponderPrivateData& pd, MutableByteSpan out) {
@@ -1058,11 +1202,19 @@ bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out) {
 
 MutableByteSpan DaemonMemory::Resolve(uint64_t handle) {
   if (handle >= regions_.size()) return MutableByteSpan();
-  return MutableByteSpan(regions_[handle].get(), lengths_[handle]);
+  return MutableByteSpan(regions_[handle].get() + guards_[handle], lengths_[handle]);
+}
+
+std::pair<MutableByteSpan, MutableByteSpan> DaemonMemory::Guards(uint32_t stag) {
+  const ddp::TaggedRegion* r = table_.Find(stag);
+  if (r == nullptr || r->handle >= regions_.size()) return {};
+  uint8_t* base = regions_[r->handle].get();
+  const uint64_t g = guards_[r->handle];
+  return {MutableByteSpan(base, g), MutableByteSpan(base + g + lengths_[r->handle], g)};
 }
 
 absl::StatusOr<uint32_t> DaemonMemory::Register(uint64_t length, uint8_t access, uint64_t base_to,
-                                                 uint32_t pd) {
+                                                 uint32_t pd, uint64_t guard_bytes) {
   ddp::TaggedRegion r;
   r.base_to = base_to;
   r.length = length;
@@ -1073,8 +1225,10 @@ absl::StatusOr<uint32_t> DaemonMemory::Register(uint64_t length, uint8_t access,
   absl::StatusOr<uint32_t> stag = table_.Register(r, /*remote_invalidate=*/false);
   if (!stag.ok()) return stag.status();
   // Not value-initialised: large regions stay untouched pages until used.
-  regions_.push_back(std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(1, length)));
+  regions_.push_back(
+      std::make_unique_for_overwrite<uint8_t[]>(std::max<uint64_t>(1, length + 2 * guard_bytes)));
   lengths_.push_back(length);
+  guards_.push_back(guard_bytes);
   return *stag;
 }
 
@@ -1119,6 +1273,9 @@ absl::StatusOr<std::unique_ptr<IwarpService>> IwarpService::Create(
     case config::ServiceType::kIwarpClient:
       return std::unique_ptr<IwarpService>(
           new Client(cfg, iw, stack, clock, max_connections, local_ip, sctp));
+    case config::ServiceType::kIwarpFpduTest:
+      return std::unique_ptr<IwarpService>(
+          new FpduTest(cfg, iw, stack, clock, max_connections, local_ip));
     default:
       return absl::InvalidArgumentError("not an iWARP service type");
   }

@@ -38,6 +38,21 @@
 // other connection (RFC 5041 7.1, RFC 5042 5.1). The region keeps its bytes
 // across connections of the same QP: do not put anything private there.
 //
+// iwarp_fpdu_test (test configurations only: the config must say
+// test_mode: true): on worker 0, one QP whose TCP connection to
+// remote:remote_port from `port` exists from start-up, ESTABLISHED with the
+// ISNs local_isn / remote_isn and no handshake, in Full Operation with the
+// service's crc and markers in both directions and no MPA exchange
+// (TcpStack::AdoptEstablished, Qp::AttachEstablished). Its one region of
+// region_bytes (remote read and write, TO 0x50000000, STag shown by
+// iwarpctl services as test_stag) has kFpduTestGuardBytes on each side,
+// outside it, filled with a known byte; guard_violations counts the ones that
+// changed. The receive sequence returns to remote_isn + 1 after loop_bytes,
+// so a packet generator replaying one pass of FPDUs in a loop drives
+// placement for as long as it runs. A QP that sent or received a Terminate
+// (or whose connection ended) is reset and replaced with the same numbers at
+// once (test_qps_started counts them all).
+//
 // iwarp_client: on worker 0 only, like the TCP source. After start_delay_ms
 // it connects to remote:remote_port, reads the private data above and runs
 // `count` messages of `message_bytes` with `queue_depth` outstanding:
@@ -88,6 +103,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
@@ -99,6 +115,9 @@
 #include "sctp/endpoint.h"
 
 namespace iwarp::dataplane {
+
+// iwarp_fpdu_test: guard bytes on each side of its region.
+inline constexpr uint64_t kFpduTestGuardBytes = 4096;
 
 // The responder's MPA private data (layout in the header comment).
 inline constexpr uint32_t kResponderPdMagic = 0x49575250;  // "IWRP"
@@ -152,7 +171,9 @@ bool DecodeResponderPd(ByteSpan in, ResponderPrivateData* out);
   X(initiates_refused)   /* sctp responder: Initiates on a stream without a QP */ \
   X(associations)        /* sctp: associations accepted (responder) or opened */ \
   X(session_end_timeouts) /* sctp client: session Terminate exchange not over 2 s after the run */ \
-  X(shutdowns_forced)    /* sctp client: association shut down with a stream still busy 10 s on */
+  X(shutdowns_forced)    /* sctp client: association shut down with a stream still busy 10 s on */ \
+  X(test_qps_started)    /* iwarp_fpdu_test: connections established from configuration */ \
+  X(guard_violations)    /* iwarp_fpdu_test: bytes next to the region found changed */
 
 struct IwarpServiceCounters {
 #define IWARP_SVC_FIELD(f) uint64_t f = 0;
@@ -203,15 +224,20 @@ class DaemonMemory final : public engine::MemoryDomain {
   // peer may read) at TO `base_to` and registers them with `access` in
   // protection domain `pd` (remote invalidation refused). An STag is valid
   // only on QPs of the same pd (RFC 5042 5.1).
+  // `guard_bytes` > 0: that many bytes are allocated on each side of the
+  // region, outside it (Guards), so a test can see a write past its ends.
   absl::StatusOr<uint32_t> Register(uint64_t length, uint8_t access, uint64_t base_to,
-                                    uint32_t pd = 0);
+                                    uint32_t pd = 0, uint64_t guard_bytes = 0);
   // The bytes registered under `stag` (empty if unknown).
   MutableByteSpan Bytes(uint32_t stag);
+  // The guard bytes before and after the region of `stag` (empty if none).
+  std::pair<MutableByteSpan, MutableByteSpan> Guards(uint32_t stag);
 
  private:
   ddp::FixedStagTable table_;
   std::vector<std::unique_ptr<uint8_t[]>> regions_;
   std::vector<uint64_t> lengths_;
+  std::vector<uint64_t> guards_;
 };
 
 class SharedSctpAssociation;
@@ -269,6 +295,14 @@ class IwarpService : public TcpService {
   }
   // Client only (responder: default).
   virtual IwarpRunResult run_result() const { return {}; }
+  // iwarp_fpdu_test only: the region its FPDUs write into.
+  struct TestRegion {
+    bool present = false;
+    uint32_t stag = 0;
+    uint64_t to = 0;
+    uint64_t length = 0;
+  };
+  virtual TestRegion test_region() const { return {}; }
   // Fills `out` with the service's QPs that have a connection (or had one
   // and still hold its state); returns how many.
   virtual size_t ListQps(std::span<IwarpQpInfo> out) const = 0;

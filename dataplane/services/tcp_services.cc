@@ -215,6 +215,7 @@ std::unique_ptr<TcpService> TcpService::Create(const config::ServiceConfig& cfg,
       return std::make_unique<SourceService>(cfg, stack, clock, max_connections, local_ip);
     case config::ServiceType::kIwarpResponder:
     case config::ServiceType::kIwarpClient:
+    case config::ServiceType::kIwarpFpduTest:
       return nullptr;  // IwarpService::Create (iwarp_services.h)
   }
   return nullptr;
