@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "appif/spsc_ring.h"
+#include "common/verbs.h"
 
 namespace iwarp::appif {
 
@@ -39,15 +40,12 @@ struct Sge {
 };
 static_assert(sizeof(Sge) == 16);
 
-enum class WrOpcode : uint8_t {
-  kSend = 0,
-  kSendInvalidate = 1,
-  kSendSe = 2,
-  kSendSeInvalidate = 3,
-  kRdmaWrite = 4,
-  kRdmaRead = 5,
-};
-inline constexpr uint8_t kNumWrOpcodes = 6;
+// Work request opcodes, completion opcodes and statuses: common/verbs.h
+// (one declaration shared with the engine and libiwarp).
+using verbs::kNumWrOpcodes;
+using verbs::WcOpcode;
+using verbs::WcStatus;
+using verbs::WrOpcode;
 
 inline constexpr uint8_t kWrSignaled = 1u << 0;  // completion even on success
 
@@ -72,25 +70,6 @@ struct Rqe {
   Sge sge[kMaxSge];
 };
 static_assert(sizeof(Rqe) == 80);
-
-enum class WcStatus : uint8_t {
-  kSuccess = 0,
-  kLocalLength = 1,      // SG list or message length does not fit
-  kLocalProtection = 2,  // lkey invalid, other PD, out of bounds or no local write
-  kLocalQpOperation = 3, // malformed work request (opcode, SGE count)
-  kFlushed = 4,          // QP left the connected state before it ran
-  kRemoteAccess = 5,     // peer refused STag / bounds / rights (Terminate)
-  kRemoteInvalidRequest = 6,  // peer had no receive buffer / message too long
-  kRemoteOperation = 7,  // peer could not invalidate or failed otherwise
-  kFatal = 8,            // the daemon failed the QP (daemon or peer gone)
-};
-
-enum class WcOpcode : uint8_t {
-  kSend = 0,
-  kRdmaWrite = 1,
-  kRdmaRead = 2,
-  kRecv = 3,
-};
 
 inline constexpr uint8_t kWcWithInvalidate = 1u << 0;  // invalidated_stag valid
 inline constexpr uint8_t kWcSolicited = 1u << 1;

@@ -965,8 +965,8 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     engine::SendWr wr;
     // The engine refuses (kInvalidWr, below) an RDMA Read whose sink SGEs
     // are not one contiguous buffer (RFC 5040 4.4: one sink STag and TO).
-    const bool shape_ok =
-        sqe.opcode < kNumWrOpcodes && ToSgeList(sqe.sge, sqe.num_sge, &wr.local);
+    const std::optional<WrOpcode> opcode = verbs::WrOpcodeFromByte(sqe.opcode);
+    const bool shape_ok = opcode.has_value() && ToSgeList(sqe.sge, sqe.num_sge, &wr.local);
     if (!shape_ok) {
       // A malformed request completes in error and ends the stream (as the
       // loopback engine does; RFC 5040 7: local catastrophic error).
@@ -978,7 +978,7 @@ uint32_t WireEngine::FeedSq(WireQpContext* qp) {
     }
     const uint32_t slot = qp->free_slots[qp->nfree - 1];
     wr.wr_id = slot;
-    wr.opcode = static_cast<engine::WrOpcode>(sqe.opcode);
+    wr.opcode = *opcode;
     wr.remote_stag = sqe.rkey;
     wr.remote_to = sqe.remote_addr;
     wr.invalidate_stag = sqe.invalidate_stag;

@@ -37,21 +37,6 @@ WcStatus StatusForTerminate(const rdmap::TerminateCode& c) {
 
 }  // namespace
 
-std::string_view WcStatusName(WcStatus s) {
-  switch (s) {
-    case WcStatus::kSuccess: return "success";
-    case WcStatus::kLocalLength: return "local_length";
-    case WcStatus::kLocalProtection: return "local_protection";
-    case WcStatus::kLocalQpOperation: return "local_qp_operation";
-    case WcStatus::kFlushed: return "flushed";
-    case WcStatus::kRemoteAccess: return "remote_access";
-    case WcStatus::kRemoteInvalidRequest: return "remote_invalid_request";
-    case WcStatus::kRemoteOperation: return "remote_operation";
-    case WcStatus::kFatal: return "fatal";
-  }
-  return "invalid";
-}
-
 std::string_view QpStateName(QpState s) {
   switch (s) {
     case QpState::kIdle: return "IDLE";

@@ -81,6 +81,7 @@
 #include "absl/status/statusor.h"
 #include "common/bytes.h"
 #include "common/seq.h"
+#include "common/verbs.h"
 #include "ddp/placement.h"
 #include "ddp/rdmap.h"
 #include "ddp/segmenter.h"
@@ -116,29 +117,12 @@ class MemoryDomain {
 
 // Values equal appif/shm_layout.h WrOpcode / WcOpcode / WcStatus so the
 // session server maps them one to one.
-enum class WrOpcode : uint8_t {
-  kSend = 0,
-  kSendInvalidate = 1,
-  kSendSe = 2,
-  kSendSeInvalidate = 3,
-  kRdmaWrite = 4,
-  kRdmaRead = 5,
-};
-
-enum class WcOpcode : uint8_t { kSend = 0, kRdmaWrite = 1, kRdmaRead = 2, kRecv = 3 };
-
-enum class WcStatus : uint8_t {
-  kSuccess = 0,
-  kLocalLength = 1,
-  kLocalProtection = 2,
-  kLocalQpOperation = 3,
-  kFlushed = 4,
-  kRemoteAccess = 5,
-  kRemoteInvalidRequest = 6,
-  kRemoteOperation = 7,
-  kFatal = 8,
-};
-std::string_view WcStatusName(WcStatus s);
+// Work request opcodes, completion opcodes and statuses: common/verbs.h
+// (one declaration shared with the application rings and libiwarp).
+using verbs::WcOpcode;
+using verbs::WcStatus;
+using verbs::WcStatusName;
+using verbs::WrOpcode;
 
 // One local buffer: `length` bytes at TO `to` of the region registered under
 // `stag` (the verbs lkey/addr/length triple).

@@ -40,8 +40,29 @@ static_assert(offsetof(iwarp_event, private_data) == offsetof(ai::Event, private
 static_assert(offsetof(iwarp_event, peer_ipv4) == offsetof(ai::Event, peer_ip));
 static_assert(sizeof(iwarp_sge) == sizeof(ai::Sge));
 static_assert(IWARP_MAX_SGE == ai::kMaxSge && IWARP_MAX_PRIVATE_DATA == ai::kMaxPrivateData);
+// The C API's code points are common/verbs.h's, value for value.
+static_assert(IWARP_WR_SEND == static_cast<int>(ai::WrOpcode::kSend));
+static_assert(IWARP_WR_SEND_WITH_INV == static_cast<int>(ai::WrOpcode::kSendInvalidate));
+static_assert(IWARP_WR_SEND_WITH_SE == static_cast<int>(ai::WrOpcode::kSendSe));
+static_assert(IWARP_WR_SEND_WITH_SE_INV == static_cast<int>(ai::WrOpcode::kSendSeInvalidate));
+static_assert(IWARP_WR_RDMA_WRITE == static_cast<int>(ai::WrOpcode::kRdmaWrite));
 static_assert(IWARP_WR_RDMA_READ == static_cast<int>(ai::WrOpcode::kRdmaRead));
+static_assert(ai::kNumWrOpcodes == 6);
+static_assert(IWARP_WC_SUCCESS == static_cast<int>(ai::WcStatus::kSuccess));
+static_assert(IWARP_WC_LOC_LEN_ERR == static_cast<int>(ai::WcStatus::kLocalLength));
+static_assert(IWARP_WC_LOC_PROT_ERR == static_cast<int>(ai::WcStatus::kLocalProtection));
+static_assert(IWARP_WC_LOC_QP_OP_ERR == static_cast<int>(ai::WcStatus::kLocalQpOperation));
+static_assert(IWARP_WC_WR_FLUSH_ERR == static_cast<int>(ai::WcStatus::kFlushed));
+static_assert(IWARP_WC_REM_ACCESS_ERR == static_cast<int>(ai::WcStatus::kRemoteAccess));
+static_assert(IWARP_WC_REM_INV_REQ_ERR == static_cast<int>(ai::WcStatus::kRemoteInvalidRequest));
+static_assert(IWARP_WC_REM_OP_ERR == static_cast<int>(ai::WcStatus::kRemoteOperation));
 static_assert(IWARP_WC_FATAL_ERR == static_cast<int>(ai::WcStatus::kFatal));
+static_assert(iwarp::verbs::kNumWcStatuses == 9);
+static_assert(IWARP_WC_SEND == static_cast<int>(ai::WcOpcode::kSend));
+static_assert(IWARP_WC_RDMA_WRITE == static_cast<int>(ai::WcOpcode::kRdmaWrite));
+static_assert(IWARP_WC_RDMA_READ == static_cast<int>(ai::WcOpcode::kRdmaRead));
+static_assert(IWARP_WC_RECV == static_cast<int>(ai::WcOpcode::kRecv));
+static_assert(iwarp::verbs::kNumWcOpcodes == 4);
 static_assert(IWARP_EVENT_DEVICE_FATAL == static_cast<int>(ai::EventType::kDeviceFatal));
 
 struct iwarp_session {
