@@ -498,13 +498,7 @@ class Responder final : public IwarpService, private sctp::AcceptHandler {
       recent_count_ = std::min(recent_count_ + 1, kRecent);
       ++counters_.closed;
       if (!r.complete) ++counters_.closed_abnormal;
-      if (s.opened.valid() && s.opened.slot < conns_.size()) {
-        Conn& c = conns_[s.opened.slot];
-        if (c.active && c.generation == s.opened.generation) {
-          c.active = false;
-          --counters_.active;
-        }
-      }
+      if (s.opened.valid()) CloseEntry(s.opened);
     }
     s.qp.reset();
     ++finished_.qps_recycled;
@@ -978,14 +972,9 @@ class Client final : public IwarpService, private engine::QpObserver {
 
   // The TcpService connection entry of the finished QP.
   void Close() {
-    if (opened_.slot < conns_.size()) {
-      Conn& c = conns_[opened_.slot];
-      if (c.active && c.generation == opened_.generation) {
-        c.active = false;
-        --counters_.active;
-        ++counters_.closed;
-        if (!result_.ok) ++counters_.closed_abnormal;
-      }
+    if (CloseEntry(opened_)) {
+      ++counters_.closed;
+      if (!result_.ok) ++counters_.closed_abnormal;
     }
     opened_ = tcp::ConnId{};
   }
@@ -1128,14 +1117,7 @@ class FpduTest final : public IwarpService, private engine::QpObserver {
   }
 
   void CloseRecord() {
-    if (opened_.slot < conns_.size()) {
-      Conn& c = conns_[opened_.slot];
-      if (c.active && c.generation == opened_.generation) {
-        c.active = false;
-        --counters_.active;
-        ++counters_.closed;
-      }
-    }
+    if (CloseEntry(opened_)) ++counters_.closed;
     opened_ = tcp::ConnId{};
   }
 
@@ -1282,6 +1264,15 @@ absl::StatusOr<std::unique_ptr<IwarpService>> IwarpService::Create(
 }
 
 void IwarpService::AccountFinished(const engine::Qp& qp) { AddQpStats(&finished_, qp.stats()); }
+
+bool IwarpService::CloseEntry(tcp::ConnId id) {
+  if (id.slot >= conns_.size()) return false;
+  Conn& c = conns_[id.slot];
+  if (!c.active || c.generation != id.generation) return false;
+  c.active = false;
+  --counters_.active;
+  return true;
+}
 
 IwarpServiceCounters IwarpService::iwarp_counters() const {
   IwarpServiceCounters c = finished_;

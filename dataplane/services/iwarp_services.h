@@ -317,6 +317,10 @@ class IwarpService : public TcpService {
   bool Complete(const Conn&, tcp::CloseReason) const override { return false; }
   // Adds a finished QP's engine counters to `finished_`.
   void AccountFinished(const engine::Qp& qp);
+  // Marks the connection-table entry Open() made for `id` closed (the engine
+  // owned the connection, so TcpService::OnClosed never saw it end); false
+  // if it was not open.
+  bool CloseEntry(tcp::ConnId id);
   // Adds the engine counters of the QPs the service still holds.
   virtual void AddLiveQpStats(IwarpServiceCounters* out) const = 0;
   // `tuple`: the connection's addresses (kept after the connection is gone).
