@@ -52,14 +52,19 @@
 #          4 KiB read latency at queue depth 1), busy cores and MiB/s per
 #          busy core per job, with ratios and the NFS issue's targets
 #          (root, hugepages, nfs-ganesha; tools/nfs_bench.py)
-#        tools/bench.sh pktgen [throughput|flood]
+#        tools/bench.sh pktgen [throughput|flood|fpdu]
 #          Pktgen-DPDK against iwarpd over net_memif (tools/pktgen/pktgen_traffic.py;
 #          the pktgen binary at $PKTGEN or ../shared/pktgen/pktgen): ICMP echo at
 #          64..1518 B, a ladder of rates then a binary search, printing the rate
-#          offered and the highest rate held with every frame answered; and a
+#          offered and the highest rate held with every frame answered; a
 #          1 GiB iWARP transfer between two daemons alone and then under pktgen's
 #          full-rate flood, printing the flood's rate, the goodput of both runs
-#          and their ratio (root, hugepages)
+#          and their ratio; and FPDU streams replayed into iwarpd's test-mode QP
+#          (iwarp_fpdu_test) for 10 s each, 1400 and 64-byte RDMA Writes,
+#          Markers off and on, printing the frames offered and FPDUs placed per
+#          second and per busy core, then faulty FPDUs of each kind (16 one
+#          at a time, 512 in blocks of 64 back to back) checked for their
+#          Terminate code (root, hugepages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -114,6 +119,11 @@ if [ "${1:-}" = pktgen ]; then
   if [ "$which" = all ] || [ "$which" = flood ]; then
     python3 tools/pktgen/pktgen_traffic.py flood --iwarpd build-release/dataplane/iwarpd \
       --iwarpctl build-release/tools/iwarpctl --seconds 10 --transfer-mib 1024 || st=1
+  fi
+  if [ "$which" = all ] || [ "$which" = fpdu ]; then
+    python3 tools/pktgen/pktgen_traffic.py fpdu --iwarpd build-release/dataplane/iwarpd \
+      --iwarpctl build-release/tools/iwarpctl --seconds 10 --loop-kib 1024 \
+      --fault-paced 16 --fault-passes 64 --fault-bursts 8 || st=1
   fi
   exit $st
 fi

@@ -11,6 +11,10 @@ tests/dataplane_integration.py and replayed by pktgen from pcap files.
   pktgen_traffic.py SCENARIO --iwarpd PATH --iwarpctl PATH [--pktgen PATH]
                     [--sizes 64,512,1518] [--rates 1,5,25,100] [--step-ms N]
                     [--seconds S] [--tcp-extra YAML]
+                    [--markers off|on|both] [--payloads 1400,64]
+                    [--faults crc,stag,to,marker] [--fault-rate PCT]
+                    [--fault-paced N] [--fault-passes N] [--fault-bursts N] [--loop-kib N]
+  pktgen_traffic.py fpdu --self-check
   SCENARIO:
     throughput  RFC 2544-style: ICMP echo requests of each frame size replayed
                 at a ladder of rates; the verdict is the highest rate at which
@@ -21,12 +25,27 @@ tests/dataplane_integration.py and replayed by pktgen from pcap files.
                 rate with SYNs to the iWARP port from rotating sources, stray
                 ACKs and RSTs with random sequence numbers, fragments,
                 malformed IPv4 and TCP and junk Ethernet.
+    fpdu        iwarpd in test mode holds one QP established from
+                configuration (service iwarp_fpdu_test: agreed ISNs, STag,
+                CRC and Markers, no SYN, no MPA exchange); pktgen replays that
+                connection's generator side, a TCP stream of RDMA Write FPDUs
+                into the service's region: valid streams (1400 and 64-byte
+                Writes) at its full rate, then faulty FPDUs (bad CRC, unknown
+                STag, TO outside the region, a Marker pointing wrong) at a low
+                rate, each ending a connection pass. The verdict: every valid
+                FPDU placed (FPDUs placed per second per busy core reported),
+                every faulty one refused with its RFC Terminate code, a fresh
+                QP after each, nothing written outside the region; with
+                Markers off and on, one daemon each. --self-check builds the
+                pcaps and reads them back (tests/iwarp_peer.py, tshark)
+                without a daemon.
 
 Pktgen is found at $PKTGEN, else ../shared/pktgen/pktgen beside the repository.
 Exit status: 0 pass, 1 fail, 77 skip (no pktgen, not root, no hugepages).
 """
 
 import argparse
+import copy
 import json
 import os
 import random
@@ -47,6 +66,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import dataplane_integration as dpi  # noqa: E402
 import iwarp_dataplane as iwd  # noqa: E402
+import iwarp_peer as iwp  # noqa: E402
 
 from dataplane_integration import TestFailure, log  # noqa: E402
 
@@ -112,7 +132,10 @@ class Pktgen:
         self.lua = os.path.join(workdir, "pktgen_%s.lua" % tag)
         self.proc = None
 
-    def start(self, scenario_lua, params, pcap=None, lcores="0,1", main_lcore=1, port_lcore=0):
+    def start(self, scenario_lua, params, pcap=None, lcores="0,1", main_lcore=1, port_lcore=0,
+              cpus=None):
+        """`cpus` (an EAL --lcores map, e.g. "0@0,1@0") places pktgen's lcores
+        on CPUs instead of one CPU each."""
         with open(os.path.join(HERE, scenario_lua)) as f:
             body = f.read()
         head = "".join("%s = %s\n" % (k, lua_value(v)) for k, v in params.items())
@@ -121,7 +144,8 @@ class Pktgen:
             lua_value(os.path.join(HERE, "common.lua")))
         with open(self.lua, "w") as f:
             f.write(head + body)
-        cmd = [self.binary, "-l", lcores, "--main-lcore", str(main_lcore), "--no-pci",
+        cmd = [self.binary] + (["--lcores", cpus] if cpus else ["-l", lcores]) + [
+               "--main-lcore", str(main_lcore), "--no-pci",
                "--no-huge", "-m", "2048", "--file-prefix", self.prefix, "--log-level", "7",
                "--vdev", "net_memif0,role=client,socket=%s,socket-abstract=no" % self.sock,
                "--", "-P", "-m", "%d.0" % port_lcore, "-f", self.lua]
@@ -649,6 +673,760 @@ def scenario_flood(args, work, pktgen_bin):
     return v.ok()
 
 
+# --- scenario 3: FPDU streams at the placement engine -----------------------------
+#
+# iwarpd's iwarp_fpdu_test service (top-level test_mode: true) holds one QP
+# established from configuration: no SYN, no MPA exchange, the ISNs, STag and
+# MPA settings agreed here. pktgen replays the generator's side of that
+# connection: one FPDU per TCP segment, each a tagged RDMA Write (RFC 5040
+# 4.3) into the service's region. After loop_bytes of stream the service's
+# expected sequence number returns to REMOTE_ISN + 1, so a pcap of exactly
+# loop_bytes replayed in a loop is one endless in-order stream. A faulty FPDU
+# makes the QP send a Terminate, reset the connection and start a fresh QP
+# with the same ISNs: a fault pcap is built of connection passes, each valid
+# FPDUs ending with one faulty FPDU.
+
+FPDU_PORT = 4791          # the service's TCP port
+FPDU_SPORT = 40000        # the generator's
+LOCAL_ISN = 1000          # the daemon's ISS: every generator segment acknowledges LOCAL_ISN + 1
+REMOTE_ISN = 2000         # the generator's ISN: its first data byte has seq REMOTE_ISN + 1
+FPDU_MAX = 1460           # one FPDU per segment, within a 1500-byte MTU's MSS
+LARGE, SMALL = 1400, 64   # payload bytes of the valid streams' RDMA Writes
+
+# The Terminate each fault must draw, as iwarpctl prints last_terminate_sent:
+# RFC 5040 4.8 Layer (0 RDMAP, 1 DDP, 2 LLP), Error Type, Error Code.
+FAULTS = {
+    # MPA errors are LLP errors (RFC 5040 7 / RFC 5044 8): type 0 (MPA), code
+    # 2 "received MPA CRC does not match", code 3 "Marker and ULPDU Length
+    # fields do not agree on the start of an FPDU".
+    "crc": "layer 2 etype 0 code 2",
+    "marker": "layer 2 etype 0 code 3",
+    # RFC 5041 7.1 checks 1 and 3/4, numbered in 7.2: Error Type 1 (Tagged
+    # Buffer Error), code 0 Invalid STag, code 1 Base or bounds violation.
+    "stag": "layer 1 etype 1 code 0",
+    "to": "layer 1 etype 1 code 1",
+}
+
+
+class FpduStream:
+    """One connection pass of the generator's byte stream, from its first
+    data byte (seq REMOTE_ISN + 1, MPA stream offset 0, where the first Marker
+    is when Markers are on): FPDUs one per segment, each an RDMA Write (tagged,
+    last) whose payload is the pattern of the region offset it lands at, so
+    the region's byte at offset o is always o mod 251."""
+
+    def __init__(self, markers, stag, to_base, region, region_off=0):
+        self.markers = markers
+        self.tx = iwp.FpduSender(markers=markers, crc=True)
+        self.stag, self.to_base, self.region = stag, to_base, region
+        self.off = region_off      # where the next valid Write lands
+        self.segments = []         # (stream offset, FPDU bytes, kind)
+        self.valid_fpdus = 0
+        self.valid_bytes = 0       # payload bytes the valid Writes place
+        self.payloads = []         # payload size of every valid Write
+        self.fault_kind = None     # crc, stag, to or marker: the pass's last FPDU
+
+    def _ulpdu(self, stag, to, payload):
+        return iwp.DdpHeader(True, iwp.OP_WRITE, last=True, stag=stag, to=to).encode() + payload
+
+    def _emit(self, data, kind):
+        if len(data) > FPDU_MAX:
+            raise TestFailure("FPDU of %d bytes > %d" % (len(data), FPDU_MAX))
+        self.segments.append((self.tx.pos - len(data), data, kind))
+
+    def _length(self, sender, n):
+        """The bytes an FPDU with an n-byte Write payload takes on the wire
+        after `sender`'s position (Markers included), without changing it."""
+        t = copy.copy(sender)
+        t.crc = False
+        return len(t.frame(bytes(iwp.TAGGED_HEADER + n)))
+
+    def _payload_for(self, sender, length):
+        """A Write payload size whose FPDU is exactly `length` bytes at
+        `sender`'s position, or None (a Marker can make lengths skip 4)."""
+        lo, hi = 1, FPDU_MAX
+        if self._length(sender, hi) < length or self._length(sender, lo) > length:
+            return None
+        while lo < hi:  # smallest n with _length(n) >= length (lengths rise with n)
+            mid = (lo + hi) // 2
+            if self._length(sender, mid) < length:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if self._length(sender, lo) == length else None
+
+    def write(self, n):
+        """A valid Write of n payload bytes at the next region offset
+        (wrapping to the region's start where it would not fit)."""
+        if self.off + n > self.region:
+            self.off = 0
+        data = self.tx.frame(self._ulpdu(self.stag, self.to_base + self.off,
+                                         iwd.pattern(self.off, n)))
+        self._emit(data, "valid")
+        self.off += n
+        self.valid_fpdus += 1
+        self.valid_bytes += n
+        self.payloads.append(n)
+
+    def fill_to(self, target, n):
+        """Valid Writes of n bytes, the last two resized so that the stream
+        ends exactly at `target` bytes (the service's loop_bytes)."""
+        while target - self.tx.pos > 2 * FPDU_MAX:
+            self.write(n)
+        while self.tx.pos < target:
+            rem = target - self.tx.pos
+            p = self._payload_for(self.tx, rem) if rem <= FPDU_MAX else None
+            if p is not None:
+                self.write(p)
+                continue
+            for first in range((rem // 2) & ~3, 64, -4):
+                q = self._payload_for(self.tx, first)
+                if q is None:
+                    continue
+                t = copy.copy(self.tx)
+                t.crc = False
+                t.frame(bytes(iwp.TAGGED_HEADER + q))
+                if target - t.pos <= FPDU_MAX and self._payload_for(t, target - t.pos):
+                    self.write(q)
+                    break
+            else:
+                raise TestFailure("cannot end an FPDU stream at %d bytes (at %d)" %
+                                  (target, self.tx.pos))
+        if self.tx.pos != target:
+            raise TestFailure("FPDU stream ends at %d, not %d" % (self.tx.pos, target))
+
+    def fault(self, kind, n=LARGE):
+        """The pass's faulty FPDU (its last segment): `kind` crc (a valid
+        Write whose CRC is wrong), stag (an STag no region has), to_high /
+        to_low (a Write crossing the region's end / start), marker (a Marker
+        inside the FPDU pointing 8 bytes off; CRC right)."""
+        stag, to, kw = self.stag, self.to_base + self.off, {}
+        if self.off + n > self.region:
+            to = self.to_base
+        if kind == "crc":
+            kw["corrupt_crc"] = True
+        elif kind == "stag":
+            stag = self.stag ^ 0x5A5A5A5A
+        elif kind == "to_high":
+            to = self.to_base + self.region - n // 2
+        elif kind == "to_low":
+            to = self.to_base - n // 2
+        elif kind == "marker":
+            kw["marker_ptr_delta"] = 8
+        else:
+            raise ValueError(kind)
+        data = self.tx.frame(self._ulpdu(stag, to, bytes([0xEE]) * n), **kw)
+        self._emit(data, kind)
+        self.fault_kind = kind.split("_")[0]
+
+    def frames(self, dst_mac):
+        out = []
+        e = eth(dst_mac, PKT_MAC, 0x0800)
+        for off, data, _ in self.segments:
+            seg = tcp_segment(PKT_IP, LINK_IP, FPDU_SPORT, FPDU_PORT,
+                              (REMOTE_ISN + 1 + off) & 0xFFFFFFFF, LOCAL_ISN + 1, ACK | PSH, data)
+            out.append(e + ipv4(PKT_IP, LINK_IP, seg))
+        return out
+
+
+class FpduPcap:
+    """One pcap cycle: its connection passes and what they must do. A fault
+    pcap is made of blocks of passes with one fault kind each; pktgen sends
+    it one block at a time (a step) and the harness reads the daemon's
+    counters between steps. A "paced" block is one pass: the next one starts
+    only after the harness has seen the daemon's answer. A "burst" block is
+    many passes back to back at the fault rate."""
+
+    def __init__(self, name, kind, dst_mac, blocks):
+        self.name, self.kind = name, kind
+        self.streams = [st for _, b in blocks for st in b]
+        self.frames = [f for st in self.streams for f in st.frames(dst_mac)]
+        self.passes = len(self.streams)            # connection passes per cycle
+        self.valid_fpdus = sum(st.valid_fpdus for st in self.streams)
+        self.valid_bytes = sum(st.valid_bytes for st in self.streams)
+        self.stream_bytes = sum(st.tx.pos for st in self.streams)
+        self.payloads = sorted(set(n for st in self.streams for n in st.payloads))
+        # (mode, fault kind, frames, passes, valid bytes) per step
+        self.blocks = [(mode, b[0].fault_kind, sum(len(st.segments) for st in b), len(b),
+                        sum(st.valid_bytes for st in b)) for mode, b in blocks]
+
+    def describe(self):
+        if self.kind == "valid":
+            return ("%s: %d frames, %d valid FPDUs (Write payloads %s B) placing %d bytes, "
+                    "%d stream bytes" % (self.name, len(self.frames), self.valid_fpdus,
+                                         "/".join(str(n) for n in self.payloads),
+                                         self.valid_bytes, self.stream_bytes))
+        paced = [b for b in self.blocks if b[0] == "paced"]
+        burst = [b for b in self.blocks if b[0] == "burst"]
+        return ("%s: %d frames; kinds %s; %d paced steps of one pass, %d burst steps of %d "
+                "passes; each pass %d valid Writes (%s B) then the faulty FPDU" %
+                (self.name, len(self.frames), "/".join(sorted(set(b[1] for b in self.blocks))),
+                 len(paced), len(burst), burst[0][3] if burst else 0,
+                 self.valid_fpdus // self.passes, "/".join(str(n) for n in self.payloads)))
+
+
+def fpdu_pcaps(dst_mac, stag, to_base, region, loop_bytes, markers, fault_valid, fault_kinds,
+               paced, per_block, bursts):
+    """The valid streams (LARGE and SMALL Writes, exactly loop_bytes each) and
+    the fault pcap: `paced` rounds of one pass of each kind, then `bursts`
+    rounds of a block of `per_block` passes of each kind. Each pass is
+    `fault_valid` valid Writes (LARGE and SMALL alternately) then the faulty
+    FPDU (to: crossing the region's end and start alternately)."""
+    out = []
+    for n in (LARGE, SMALL):
+        s = FpduStream(markers, stag, to_base, region)
+        s.fill_to(loop_bytes, n)
+        out.append(FpduPcap("valid_%d" % n, "valid", dst_mac, [("valid", [s])]))
+    subs = {"crc": ["crc"], "stag": ["stag"], "marker": ["marker"],
+            "to": ["to_high"] + (["to_low"] if to_base >= LARGE else [])}
+    kinds = [k for k in fault_kinds if markers or k != "marker"]
+
+    def fault_pass(kind, i):
+        s = FpduStream(markers, stag, to_base, region, (i * 4096) % region)
+        for j in range(fault_valid):
+            s.write(LARGE if j % 2 == 0 else SMALL)
+        s.fault(subs[kind][i % len(subs[kind])])
+        if s.tx.pos >= loop_bytes:
+            raise TestFailure("a fault pass (%d bytes) must be shorter than loop_bytes %d" %
+                              (s.tx.pos, loop_bytes))
+        return s
+    blocks = [("paced", [fault_pass(k, i)]) for i in range(paced) for k in kinds]
+    if per_block:
+        blocks += [("burst", [fault_pass(k, i) for i in range(per_block)])
+                   for _ in range(bursts) for k in kinds]
+    if blocks:
+        out.append(FpduPcap("faults", "faults", dst_mac, blocks))
+    return out
+
+
+def check_fpdu_pcap(pc, markers, stag, to_base, region):
+    """Reads a pcap's frames back with tests/iwarp_peer.py's receiver: IPv4
+    and TCP checksums, sequence numbers, every valid FPDU's CRC, STag, TO
+    inside the region and payload pattern, and the faulty FPDU faulty in
+    exactly its own way. Returns a list of problems (empty: all good)."""
+    bad = []
+    pos = None
+    rx = None
+    passes = 0
+    faults = []
+    for i, fr in enumerate(pc.frames):
+        ip, tcp = fr[14:34], fr[34:54]
+        if len(fr) > 1514 or dpi.inet_checksum(ip) != 0:
+            bad.append("frame %d: length %d or IPv4 checksum" % (i, len(fr)))
+        seg = fr[34:]
+        pseudo = socket.inet_aton(PKT_IP) + socket.inet_aton(LINK_IP) + \
+            struct.pack("!BBH", 0, 6, len(seg))
+        if dpi.inet_checksum(pseudo + seg) != 0:
+            bad.append("frame %d: TCP checksum" % i)
+        seq, ack = struct.unpack("!II", tcp[4:12])
+        off = (seq - REMOTE_ISN - 1) & 0xFFFFFFFF
+        if off == 0:
+            if rx is not None and rx.buf:
+                bad.append("frame %d: a pass ends inside an FPDU" % i)
+            rx, pos, passes = iwp.FpduReceiver(markers=markers, crc=True), 0, passes + 1
+        if off != pos or ack != LOCAL_ISN + 1 or tcp[13] != ACK | PSH:
+            bad.append("frame %d: seq offset %d (expected %d), ack %d, flags %#x" %
+                       (i, off, pos, ack, tcp[13]))
+        payload = fr[54:]
+        pos += len(payload)
+        got = rx.feed(payload)
+        if len(got) != 1:
+            bad.append("frame %d: %d FPDUs in the segment" % (i, len(got)))
+            continue
+        f = got[0]
+        h, data = iwp.DdpHeader.decode(f.ulpdu)
+        inside = to_base <= h.to and h.to + len(data) <= to_base + region
+        ok_write = (h.tagged and h.last and h.opcode == iwp.OP_WRITE and h.stag == stag and
+                    inside and f.crc_ok and not f.marker_errors)
+        if ok_write and data == iwd.pattern(h.to - to_base, len(data)):
+            continue
+        kinds = []
+        if f.crc_ok is False:
+            kinds.append("crc")
+        if h.stag != stag:
+            kinds.append("stag")
+        if not inside:
+            kinds.append("to")
+        if f.marker_errors:
+            kinds.append("marker")
+        faults.append((i, kinds))
+    if rx is not None and rx.buf:
+        bad.append("the last pass ends inside an FPDU")
+    if pc.kind == "valid":
+        if faults:
+            bad.append("faulty FPDUs in a valid stream: %s" % faults[:3])
+        if pos != pc.stream_bytes:
+            bad.append("stream of %d bytes, expected %d" % (pos, pc.stream_bytes))
+        if markers and pos % iwp.MARKER_INTERVAL:
+            bad.append("stream of %d bytes: not a multiple of 512 (Markers)" % pos)
+    else:
+        ends = [sum(len(s.segments) for s in pc.streams[:k + 1]) - 1 for k in range(pc.passes)]
+        want = [(i, [s.fault_kind]) for i, s in zip(ends, pc.streams)]
+        if faults != want:
+            bad.append("faulty FPDUs %s, expected %s (one at each pass end)" %
+                       (faults[:4], want[:4]))
+    if passes != pc.passes:
+        bad.append("%d passes, expected %d" % (passes, pc.passes))
+    return bad
+
+
+def tshark_check_fpdu_pcap(pc, markers, work):
+    """tshark's view of one connection pass: the pcap's frames as they are
+    (IPv4 and TCP checksums), and the pass's FPDUs behind a synthetic MPA
+    Request/Reply (Wireshark decodes MPA only after one) with every CRC
+    Good but a crc fault's. Returns a list of problems; None without tshark."""
+    if shutil.which("tshark") is None:
+        return None
+    bad = []
+    path = os.path.join(work, pc.name + ".pcap")
+    r = subprocess.run(["tshark", "-r", path, "-o", "ip.check_checksum:TRUE", "-o",
+                        "tcp.check_checksum:TRUE", "-T", "fields", "-e", "ip.checksum.status",
+                        "-e", "tcp.checksum.status"], capture_output=True, text=True, timeout=120)
+    rows = [l.split("\t") for l in r.stdout.splitlines() if l.strip()]
+    if len(rows) != len(pc.frames) or any(c != ["1", "1"] for c in rows):
+        bad.append("tshark checksum status (1 = good) of %d rows for %d frames: %s" %
+                   (len(rows), len(pc.frames), sorted(set(tuple(c) for c in rows))))
+    s = pc.streams[0]
+    req = iwp.StartupFrame.request(rev=1, m=markers, c=True)
+    rep = iwp.StartupFrame(reply=True, m=markers, c=True, rev=1)
+    chunks = [(True, req.encode()), (False, rep.encode())] + [(True, d) for _, d, _ in s.segments]
+    mpa = os.path.join(work, pc.name + "_mpa.pcap")
+    iwp.write_pcap(mpa, chunks, a=(PKT_IP, FPDU_SPORT), b=(LINK_IP, FPDU_PORT))
+    good, badcrc, n_mpa, _, _ = iwp.tshark_crc_counts(mpa)
+    # Wireshark's MPA dissector (one FPDU per segment assumed) counts a
+    # Marker position right after an FPDU's CRC as part of that FPDU; RFC
+    # 5044 4.3 puts that Marker (FPDUPTR 0) in the following FPDU. It then
+    # stops decoding: judge the FPDUs before the first such one.
+    prefix = next((i for i, (off, d, _) in enumerate(s.segments)
+                   if markers and (off + len(d)) % iwp.MARKER_INTERVAL == 0 and
+                   i < len(s.segments) - 1), len(s.segments))
+    fault_seen = s.fault_kind == "crc" and prefix == len(s.segments)
+    if n_mpa - 2 < prefix or badcrc != (1 if fault_seen else 0) or \
+            good < prefix - (1 if fault_seen else 0):
+        bad.append("tshark on pass 1 behind an MPA exchange: %d FPDUs decoded of %d (%d before "
+                   "the first ending at a Marker position), CRC good %d, bad %d" %
+                   (n_mpa - 2, len(s.segments), prefix, good, badcrc))
+    return bad
+
+
+class FpduDaemon(iwd.MemifDaemon):
+    """iwarpd with test_mode on and one iwarp_fpdu_test service towards
+    pktgen (one worker: the service requires it)."""
+
+    def __init__(self, args, sock, markers, loop_bytes, region):
+        svc = ("  - {name: fpdu, type: iwarp_fpdu_test, port: %d, remote: %s, remote_port: %d,"
+               " local_isn: %d, remote_isn: %d, loop_bytes: %d, region_bytes: %d, crc: true,"
+               " markers: %s}\n" % (FPDU_PORT, PKT_IP, FPDU_SPORT, LOCAL_ISN, REMOTE_ISN,
+                                    loop_bytes, region, str(markers).lower()))
+        super().__init__(args, "fp%d" % int(markers), LINK_IP, "server", sock, svc)
+
+    def config_text(self):
+        return "test_mode: true\n" + super().config_text()
+
+    def service(self):
+        s = self.services_by_name().get("fpdu")
+        if s is None:
+            raise TestFailure("iwarpctl services has no 'fpdu' entry: %s" %
+                              json.dumps(self.ctl_json("services")))
+        return s
+
+
+FPDU_FIELDS = ("test_stag", "test_to", "test_region_bytes", "test_qps_started", "fpdus_in",
+               "bytes_placed", "crc_errors", "marker_errors", "terminates_sent",
+               "last_terminate_sent", "guard_violations")
+
+
+def thread_ticks(pid):
+    """{tid: (name, utime + stime)} of every thread of `pid`."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                st = f.read()
+        except OSError:
+            continue
+        name = st[st.index("(") + 1:st.rindex(")")]
+        fields = st[st.rindex(")") + 2:].split()
+        out[int(tid)] = (name, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def daemon_cores(t0, t1, wall_s):
+    """Cores iwarpd kept busy between two thread_ticks(): its busy-polling
+    worker counted in full (1 core whatever it moved) plus the measured CPU
+    of every other thread (main lcore, control, telemetry). Returns (cores,
+    worker thread's measured cores, the others' cores, worker name)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    d = {tid: (t1[tid][0], t1[tid][1] - t0.get(tid, (None, 0))[1]) for tid in t1}
+    workers = [tid for tid, (n, _) in d.items() if "worker" in n]
+    if not workers:  # the thread that ran the most is the poller
+        workers = [max(d, key=lambda k: d[k][1])]
+    w = workers[0]
+    rest = sum(x for tid, (_, x) in d.items() if tid != w) / hz / wall_s
+    return 1.0 + rest, d[w][1] / hz / wall_s, rest, d[w][0]
+
+
+def fpdu_sample(d):
+    """The fpdu service entry, iwarpd's totals (stats and tcp), port m0 and
+    the daemon's thread CPU ticks, with the time they were read."""
+    t = time.monotonic()
+    return {"t": t, "svc": d.service(), "stats": counters(d), "port": port_stats(d, "m0"),
+            "threads": thread_ticks(d.proc.pid)}
+
+
+class Prober:
+    """Asks iwarpctl for the services every quarter second while it runs:
+    every answer must come within 2 s; keeps (time, fpdus_in) of each."""
+
+    def __init__(self, args, d):
+        self.args, self.d = args, d
+        self.samples, self.fail, self.worst_ms, self.stop = [], 0, 0.0, False
+        self.th = threading.Thread(target=self.loop)
+
+    def loop(self):
+        while not self.stop:
+            t0 = time.monotonic()
+            try:
+                r = dpi.run([self.args.iwarpctl, "--prefix", self.d.prefix, "--json", "services"],
+                            check_rc=False, timeout=10)
+                s = json.loads(r.stdout)["/iwarpd/services"]
+                f = [s["svc_%d" % i] for i in range(len(s["names"]))
+                     if s["svc_%d" % i]["name"] == "fpdu"][0]
+                self.samples.append((t0, f["fpdus_in"]))
+            except (ValueError, KeyError, IndexError, subprocess.TimeoutExpired):
+                self.fail += 1
+            self.worst_ms = max(self.worst_ms, (time.monotonic() - t0) * 1000)
+            time.sleep(0.25)
+
+    def __enter__(self):
+        self.th.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop = True
+        self.th.join()
+        return False
+
+
+def fpdu_run(args, work, pktgen_bin, d, sock, pc, rate, seconds, tag, burst=0):
+    """pktgen replays `pc` at `rate` percent: a valid stream for about
+    `seconds` (whole pcap cycles), a fault pcap once, block by block, the
+    daemon sampled after each block. Returns the samples, the probe results
+    and what pktgen sent. `tag` names the run's files."""
+    path = os.path.join(work, tag + ".pcap")
+    go, stop = os.path.join(work, tag + ".go"), os.path.join(work, tag + ".stop")
+    steps = [b[2] for b in pc.blocks] if pc.kind != "valid" else []
+    p = Pktgen(pktgen_bin, work, d.ns, sock, tag)
+    res = {"steps": []}
+    try:
+        # All of pktgen on CPU 0 (its main lcore starts a second busy thread):
+        # iwarpd's busy-polling worker has CPU 1 to itself.
+        p.start("fpdu.lua", {"GO": go, "STOP": stop, "SRC_IP": PKT_IP + "/24", "RATE": rate,
+                             "BURST": burst, "CYCLE": len(pc.frames), "STEPS": steps,
+                             "CHUNK_MS": 400, "MAX_MS": int(seconds * 1000 + 60000),
+                             "SETTLE_MS": 300},
+                pcap=path, cpus="0@0,1@0")
+        if not p.wait_line("ready", 40):
+            raise TestFailure("pktgen did not get ready (%s):\n%s" %
+                              (pc.name, p.screen_text()[-3000:]))
+        res["version"] = p.version()
+        res["before"] = fpdu_sample(d)
+        with Prober(args, d) as probe:
+            t_send = time.monotonic()
+            if not steps:
+                open(go, "w").close()
+                if not p.wait_line("sending", 10):
+                    raise TestFailure("pktgen did not start sending (%s):\n%s" %
+                                      (pc.name, p.screen_text()[-3000:]))
+                t_send = time.monotonic()
+                time.sleep(min(0.5, seconds / 4))
+                res["s0"] = fpdu_sample(d)
+                while time.monotonic() - t_send < seconds:
+                    time.sleep(0.05)
+                res["s1"] = fpdu_sample(d)
+            else:
+                for n in range(1, len(steps) + 1):
+                    open(go + str(n), "w").close()
+                    deadline = time.monotonic() + 30
+                    while not any(l.startswith("step n=%d " % n) for l in p.lines()):
+                        if time.monotonic() > deadline or p.proc.poll() is not None:
+                            raise TestFailure("pktgen did not send step %d (%s):\n%s" %
+                                              (n, pc.name, p.screen_text()[-3000:]))
+                        time.sleep(0.02)
+                    time.sleep(0.1)  # the daemon takes in the block's last frames
+                    res["steps"].append((pc.blocks[(n - 1) % len(pc.blocks)], fpdu_sample(d)))
+            open(stop, "w").close()
+            if not p.wait_line("done", 60):
+                raise TestFailure("pktgen did not finish (%s):\n%s" %
+                                  (pc.name, p.screen_text()[-3000:]))
+            res["send_s"] = time.monotonic() - t_send
+            # What is still in the ring reaches the daemon; memif counters
+            # are read while pktgen is attached (they are gone on disconnect).
+            time.sleep(0.3)
+            res["after"] = fpdu_sample(d)
+            open(stop + ".quit", "w").close()
+            try:
+                p.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # p.stop() ends it
+        res["probes"], res["fail"], res["worst_ms"] = probe.samples, probe.fail, probe.worst_ms
+        res["sent"] = parse_kv([l for l in p.lines() if l.startswith("fpdu ")][0])
+        steps_kv = [parse_kv(l) for l in p.lines() if l.startswith("step ")]
+        burst = [(k["frames"], k["ms"]) for k, (blk, _) in zip(steps_kv, res["steps"])
+                 if blk[0] == "burst"]
+        if burst and sum(ms for _, ms in burst) > 0:
+            res["burst_fps"] = sum(f for f, _ in burst) * 1000.0 / sum(ms for _, ms in burst)
+    finally:
+        p.stop()
+    return res
+
+
+def judge_fpdu_common(v, tag, pc, res):
+    """Rules of every run: whole cycles sent and taken in, the guard bytes,
+    iwarpctl answering. Returns the number of pcap cycles sent."""
+    b, a = res["before"], res["after"]
+    frames = res["sent"]["frames"]
+    cycles, part = divmod(frames, len(pc.frames))
+    ipk = a["port"]["ipackets"] - b["port"]["ipackets"]
+    miss = a["port"].get("imissed", 0) - b["port"].get("imissed", 0)
+    v.add("%s: pktgen's frames all taken in" % tag,
+          "%d frames (%d pcap cycles of %d%s), port m0 ipackets %d, imissed %d" %
+          (frames, cycles, len(pc.frames), " + %d" % part if part else "", ipk, miss),
+          "whole passes; ipackets == sent (+ pktgen's ARP, <= 2); imissed == 0",
+          frames > 0 and 0 <= ipk - frames <= 2 and miss == 0)
+    v.add("%s: nothing written outside the region" % tag, a["svc"].get("guard_violations"),
+          "guard_violations == 0", a["svc"].get("guard_violations") == 0)
+    v.add("%s: iwarpctl answered throughout" % tag,
+          "%d probes, %d failed, slowest %.0f ms" % (len(res["probes"]), res["fail"],
+                                                     res["worst_ms"]),
+          "every probe (every 0.25 s) answered within 2000 ms",
+          len(res["probes"]) > 0 and res["fail"] == 0 and res["worst_ms"] < 2000)
+    return cycles, part
+
+
+def judge_fpdu_valid(v, tag, pc, res, markers, figures):
+    b, a, s0, s1 = res["before"], res["after"], res["s0"], res["s1"]
+
+    def dsvc(k):
+        return a["svc"].get(k, 0) - b["svc"].get(k, 0)
+    cycles, part = judge_fpdu_common(v, tag, pc, res)
+    want_f, want_b = cycles * pc.valid_fpdus, cycles * pc.valid_bytes
+    v.add("%s: every FPDU placed" % tag,
+          "fpdus_in +%d of %d sent, bytes_placed +%d of %d" %
+          (dsvc("fpdus_in"), want_f, dsvc("bytes_placed"), want_b),
+          "exactly what the whole passes sent carry",
+          part == 0 and dsvc("fpdus_in") == want_f and dsvc("bytes_placed") == want_b)
+    v.add("%s: no error, no Terminate, no restart" % tag,
+          "crc_errors +%d, marker_errors +%d, terminates_sent +%d, test_qps_started +%d" %
+          (dsvc("crc_errors"), dsvc("marker_errors"), dsvc("terminates_sent"),
+           dsvc("test_qps_started")), "all 0",
+          not any(dsvc(k) for k in ("crc_errors", "marker_errors", "terminates_sent",
+                                    "test_qps_started")))
+    wall = s1["t"] - s0["t"]
+    fps = (s1["svc"]["fpdus_in"] - s0["svc"]["fpdus_in"]) / wall
+    bps = (s1["svc"]["bytes_placed"] - s0["svc"]["bytes_placed"]) / wall
+    offered = (s1["port"]["ipackets"] - s0["port"]["ipackets"]) / wall
+    cores, wcores, rest, wname = daemon_cores(s0["threads"], s1["threads"], wall)
+    loop, per_busy = None, None
+    if "poll_us" in s1["stats"] and "poll_us" in s0["stats"]:
+        pu = s1["stats"]["poll_us"] - s0["stats"]["poll_us"]
+        bu = s1["stats"]["busy_us"] - s0["stats"]["busy_us"]
+        loop = 100.0 * bu / pu if pu > 0 else None
+        # FPDUs per second of worker time spent in polls that found work:
+        # what one core would place if the generator kept it busy.
+        per_busy = (s1["svc"]["fpdus_in"] - s0["svc"]["fpdus_in"]) * 1e6 / bu if bu > 0 else None
+    figures.append({"markers": markers, "name": pc.name, "offered": offered, "fps": fps,
+                    "bps": bps, "cores": cores, "worker": wcores, "rest": rest, "loop": loop,
+                    "per_busy": per_busy, "wname": wname,
+                    "pktgen": res["sent"]["frames"] / res["send_s"]})
+    # Probes taken while the measured window ran (the last chunk may end
+    # before the stop is seen).
+    rises = [y - x for (t, x), (_, y) in zip(res["probes"], res["probes"][1:])
+             if s0["t"] - 0.3 <= t and t + 0.3 <= s1["t"]]
+    v.add("%s: placement at full rate" % tag,
+          "%.0f FPDU/s placed (%.1f MB/s), port took in %.0f frames/s; fpdus_in rose in %d of "
+          "%d probe intervals" % (fps, bps / 1e6, offered, sum(1 for x in rises if x > 0),
+                                  len(rises)),
+          "> 0, rising between every two probes while pktgen sends",
+          fps > 0 and all(x > 0 for x in rises))
+
+
+def judge_fpdu_faults(v, tag, pc, res, args):
+    judge_fpdu_common(v, tag, pc, res)
+    prev = res["before"]
+    per = {}
+    for (mode, kind, _, passes, valid_bytes), s in res["steps"]:
+        e = per.setdefault((mode, kind), {"steps": 0, "passes": 0, "valid": 0, "term": 0,
+                                          "placed": 0, "crc": 0, "marker": 0, "codes": set()})
+
+        def d(k):
+            return s["svc"].get(k, 0) - prev["svc"].get(k, 0)
+        e["steps"] += 1
+        e["passes"] += passes
+        e["valid"] += valid_bytes
+        e["term"] += d("terminates_sent")
+        e["placed"] += d("bytes_placed")
+        e["crc"] += d("crc_errors")
+        e["marker"] += d("marker_errors")
+        e["codes"].add(s["svc"].get("last_terminate_sent"))
+        prev = s
+    for (mode, kind), e in sorted(per.items()):
+        t = "%s, %s, %s" % (tag, kind, "paced" if mode == "paced" else
+                            "%d back to back" % (e["passes"] // e["steps"]))
+        v.add("%s: one Terminate per faulty FPDU" % t,
+              "terminates_sent +%d, %d passes sent in %d steps" % (e["term"], e["passes"],
+                                                                    e["steps"]),
+              "== passes", e["term"] == e["passes"] and e["passes"] > 0)
+        v.add("%s: the RFC's error code" % t, " / ".join(sorted(str(c) for c in e["codes"])),
+              "last_terminate_sent after each step == '%s'" % FAULTS[kind],
+              e["codes"] == {FAULTS[kind]})
+        per_pass = e["valid"] // max(1, e["passes"])
+        v.add("%s: only the valid FPDUs placed" % t,
+              "bytes_placed +%d of %d valid bytes sent (%d passes x %d)" %
+              (e["placed"], e["valid"], e["passes"], per_pass),
+              "== the valid Writes' payload (+-1 pass)",
+              abs(e["placed"] - e["valid"]) <= per_pass)
+        counter = {"crc": "crc", "marker": "marker"}.get(kind)
+        v.add("%s: MPA error counters" % t,
+              "crc_errors +%d, marker_errors +%d" % (e["crc"], e["marker"]),
+              ("%s_errors == passes, the other 0" % counter) if counter else "both 0",
+              all((n == e["passes"] if k == counter else n == 0)
+                  for k, n in (("crc", e["crc"]), ("marker", e["marker"]))))
+    a, b = res["after"], res["before"]
+    v.add("%s: a fresh QP after each Terminate" % tag,
+          "test_qps_started %d, terminates_sent %d (totals)" %
+          (a["svc"].get("test_qps_started", 0), a["svc"].get("terminates_sent", 0)),
+          "test_qps_started == terminates_sent + 1",
+          a["svc"].get("test_qps_started", 0) == a["svc"].get("terminates_sent", 0) + 1)
+    rst = a["stats"].get("tcp.rsts_out", 0) - b["stats"].get("tcp.rsts_out", 0)
+    term = a["svc"].get("terminates_sent", 0) - b["svc"].get("terminates_sent", 0)
+    dd = delta(b["stats"], a["stats"])
+    log("  %s: %d steps, %d frames, burst steps at %.0f frames/s (%s%% of 100 Gbit/s, pktgen "
+        "burst %s); terminates_sent +%d, RSTs out +%d, fpdus_in +%d; drops: %s" %
+        (tag, len(res["steps"]), res["sent"]["frames"], res.get("burst_fps", 0),
+         args.fault_rate, args.fault_burst or 64, term, rst,
+         a["svc"].get("fpdus_in", 0) - b["svc"].get("fpdus_in", 0),
+         ", ".join("%s %d" % (k, x) for k, x in sorted(dd.items())
+                   if x and k.startswith("drop_")) or "none"))
+
+
+def scenario_fpdu(args, work, pktgen_bin):
+    modes = {"off": [False], "on": [True], "both": [False, True]}[args.markers]
+    loop_bytes, region = args.loop_kib * 1024, args.region_kib * 1024
+    kinds = [k for k in args.faults.split(",") if k]
+    for k in kinds:
+        if k not in FAULTS:
+            raise TestFailure("unknown fault kind %s (%s)" % (k, ", ".join(FAULTS)))
+    v = Verdict("fpdu: FPDU streams from pktgen at iwarpd's placement engine "
+                "(iwarp_fpdu_test over net_memif)")
+    figures = []
+    version = None
+    for markers in modes:
+        tagm = "markers %s" % ("on" if markers else "off")
+        sock = os.path.join(work, "memif_fpdu%d.sock" % markers)
+        d = FpduDaemon(args, sock, markers, loop_bytes, region)
+        try:
+            d.start()
+            svc = d.service()
+            missing = [k for k in FPDU_FIELDS if k not in svc]
+            if missing:
+                raise TestFailure("the fpdu service entry lacks %s: %s" %
+                                  (missing, json.dumps(svc)))
+            stag, to_base = svc["test_stag"], svc["test_to"]
+            v.add("%s: QP established from configuration" % tagm,
+                  "test_stag %#x, test_to %#x, test_region_bytes %d, test_qps_started %d" %
+                  (stag, to_base, svc["test_region_bytes"], svc["test_qps_started"]),
+                  "region as configured (%d); one QP started" % region,
+                  svc["test_region_bytes"] == region and svc["test_qps_started"] == 1)
+            pcs = fpdu_pcaps(port_mac(d), stag, to_base, region, loop_bytes, markers,
+                             args.fault_valid, kinds, args.fault_paced, args.fault_passes,
+                             args.fault_bursts)
+            for pc in pcs:
+                write_pcap(os.path.join(work, "%s_m%d.pcap" % (pc.name, markers)), pc.frames)
+                problems = check_fpdu_pcap(pc, markers, stag, to_base, region)
+                if problems:
+                    raise TestFailure("pcap %s does not read back: %s" % (pc.name, problems[:5]))
+                log("  %s: %s" % (tagm, pc.describe()))
+            for pc in pcs:
+                tag = "%s, %s" % (tagm, pc.name)
+                if pc.kind == "valid" and \
+                        pc.name[len("valid_"):] not in args.payloads.split(","):
+                    continue
+                try:
+                    if pc.kind == "valid":
+                        res = fpdu_run(args, work, pktgen_bin, d, sock, pc, 100, args.seconds,
+                                       "%s_m%d" % (pc.name, markers))
+                        judge_fpdu_valid(v, tag, pc, res, markers, figures)
+                    else:
+                        res = fpdu_run(args, work, pktgen_bin, d, sock, pc, args.fault_rate, 0,
+                                       "%s_m%d" % (pc.name, markers), args.fault_burst)
+                        judge_fpdu_faults(v, tag, pc, res, args)
+                    version = version or res.get("version")
+                except TestFailure as e:
+                    # The other runs are still judged (the next on the same
+                    # daemon, if it is alive).
+                    v.add("%s: run completed" % tag, str(e).splitlines()[0][:200],
+                          "pktgen and iwarpd finished the run", False)
+                    if d.proc.poll() is not None:
+                        raise
+            d.stop()
+        except TestFailure as e:
+            v.add("%s: daemon" % tagm, str(e).splitlines()[0][:200],
+                  "iwarpd starts, answers and stops cleanly", False)
+            log(str(e))
+        finally:
+            d.cleanup()
+    log("pktgen version: %s" % version)
+    if figures:
+        log("")
+        log("%-8s  %-10s  %12s  %12s  %12s  %6s  %13s  %10s  %s" % (
+            "markers", "stream", "offered f/s", "placed f/s", "placed MB/s", "cores",
+            "FPDU/s / core", "loop busy", "FPDU per busy s"))
+        for f in figures:
+            log("%-8s  %-10s  %12.0f  %12.0f  %12.1f  %6.2f  %13.0f  %10s  %s" % (
+                "on" if f["markers"] else "off", f["name"], f["offered"], f["fps"],
+                f["bps"] / 1e6, f["cores"], f["fps"] / f["cores"],
+                "%.0f%%" % f["loop"] if f["loop"] is not None else "?",
+                "%.0f" % f["per_busy"] if f["per_busy"] is not None else "?"))
+        log("offered: frames/s iwarpd's port took in over the measured window (pktgen asked "
+            "for 100%% of 100 Gbit/s; net_memif back-pressures it, so this is what the daemon "
+            "accepted); cores: iwarpd's busy-polling worker counted as 1 (its thread %s "
+            "measured %s) plus the measured CPU of its other threads (%s); pktgen, the "
+            "generator, is not counted; loop busy: the worker's poll-loop time in polls that "
+            "found work (below 100%%: pktgen, not iwarpd, set the rate); FPDU per busy s: "
+            "FPDUs placed per second of that time, what one fully busy worker core would "
+            "place" %
+            (figures[0]["wname"], "/".join("%.2f" % f["worker"] for f in figures),
+             "/".join("%.2f" % f["rest"] for f in figures)))
+    v.print()
+    return v.ok()
+
+
+def fpdu_self_check(args, work):
+    """--self-check: builds every pcap of the fpdu scenario against a made-up
+    region (no daemon, no pktgen) and reads each back with iwarp_peer's
+    receiver and, when installed, tshark."""
+    ok = True
+    loop_bytes, region = args.loop_kib * 1024, args.region_kib * 1024
+    kinds = [k for k in args.faults.split(",") if k]
+    for markers in (False, True):
+        for stag, to_base in ((0x1234500, 0x7F0000000000), (0x100, 0)):
+            for pc in fpdu_pcaps("02:00:00:00:03:01", stag, to_base, region, loop_bytes,
+                                 markers, args.fault_valid, kinds, args.fault_paced,
+                                 args.fault_passes, args.fault_bursts):
+                write_pcap(os.path.join(work, pc.name + ".pcap"), pc.frames)
+                problems = check_fpdu_pcap(pc, markers, stag, to_base, region)
+                t = tshark_check_fpdu_pcap(pc, markers, work) if to_base else []
+                if t:
+                    problems += t
+                ok = ok and not problems
+                log("%s markers %s, stag %#x to %#x: %s %s" % (
+                    "FAIL" if problems else "ok", "on" if markers else "off", stag, to_base,
+                    pc.describe(), problems[:5] if problems else
+                    ("(tshark: no)" if t is None else "")))
+    return ok
+
+
 def port_mac(d):
     ports = d.ctl_json("ports")
     return ports["port_%d" % ports["port_ids"][0]]["mac"]
@@ -656,9 +1434,9 @@ def port_mac(d):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("scenario", choices=["throughput", "flood"])
-    ap.add_argument("--iwarpd", required=True)
-    ap.add_argument("--iwarpctl", required=True)
+    ap.add_argument("scenario", choices=["throughput", "flood", "fpdu"])
+    ap.add_argument("--iwarpd")
+    ap.add_argument("--iwarpctl")
     ap.add_argument("--pktgen")
     ap.add_argument("--sizes", default="64,128,256,512,1024,1280,1518")
     ap.add_argument("--rates", default="0.05,0.1,0.2,0.5,1,2,5,100")
@@ -672,7 +1450,46 @@ def main():
     ap.add_argument("--syn-cookies", default="always",
                     help="flood: the responder's tcp.syn_cookies (off shows the rule failing)")
     ap.add_argument("--transfer-mib", type=int, default=256)
+    ap.add_argument("--markers", choices=["off", "on", "both"], default="both",
+                    help="fpdu: MPA Markers off, on, or one daemon each")
+    ap.add_argument("--payloads", default="%d,%d" % (LARGE, SMALL),
+                    help="fpdu: the valid streams to replay at 100%% (Write payload bytes)")
+    ap.add_argument("--faults", default="crc,stag,to,marker",
+                    help="fpdu: fault kinds to replay (marker only with Markers on)")
+    ap.add_argument("--fault-rate", type=float, default=0.02,
+                    help="fpdu: pktgen rate (%% of 100 Gbit/s) of the fault pcap")
+    ap.add_argument("--fault-burst", type=int, default=1,
+                    help="fpdu: pktgen's transmit burst for the fault pcap (frames back to "
+                         "back; pktgen's default is 64)")
+    ap.add_argument("--fault-paced", type=int, default=4,
+                    help="fpdu: paced steps per fault kind (one pass, then the daemon's "
+                         "answer is read before the next)")
+    ap.add_argument("--fault-passes", type=int, default=32,
+                    help="fpdu: passes per burst step (one fault kind, back to back at "
+                         "--fault-rate; 0: no burst steps)")
+    ap.add_argument("--fault-bursts", type=int, default=2,
+                    help="fpdu: burst steps per fault kind")
+    ap.add_argument("--fault-valid", type=int, default=16,
+                    help="fpdu: valid Writes before the faulty FPDU of each pass")
+    ap.add_argument("--loop-kib", type=int, default=256,
+                    help="fpdu: the service's loop_bytes (KiB): one valid pcap cycle")
+    ap.add_argument("--region-kib", type=int, default=1024,
+                    help="fpdu: the service's region_bytes (KiB)")
+    ap.add_argument("--self-check", action="store_true",
+                    help="fpdu: build and read back every pcap (iwarp_peer, tshark); no "
+                         "daemon, no pktgen")
     args = ap.parse_args()
+    if args.scenario == "fpdu" and args.self_check:
+        work = tempfile.mkdtemp(prefix="iwarpd_pktgen_")
+        try:
+            return 0 if fpdu_self_check(args, work) else 1
+        except TestFailure as e:
+            log("FAIL: %s" % e)
+            return 1
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if not args.iwarpd or not args.iwarpctl:
+        ap.error("--iwarpd and --iwarpctl are required")
     pktgen_bin = find_pktgen(args.pktgen)
     if pktgen_bin is None:
         log("SKIP: pktgen not found ($PKTGEN or ../shared/pktgen/pktgen beside the repository; "
@@ -691,7 +1508,8 @@ def main():
     log("pktgen: %s" % pktgen_bin)
     work = tempfile.mkdtemp(prefix="iwarpd_pktgen_")
     try:
-        fn = scenario_throughput if args.scenario == "throughput" else scenario_flood
+        fn = {"throughput": scenario_throughput, "flood": scenario_flood,
+              "fpdu": scenario_fpdu}[args.scenario]
         ok = fn(args, work, pktgen_bin)
     except TestFailure as e:
         log("FAIL: %s" % e)
