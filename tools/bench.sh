@@ -52,7 +52,7 @@
 #          4 KiB read latency at queue depth 1), busy cores and MiB/s per
 #          busy core per job, with ratios and the NFS issue's targets
 #          (root, hugepages, nfs-ganesha; tools/nfs_bench.py)
-#        tools/bench.sh pktgen [throughput|flood|fpdu]
+#        tools/bench.sh pktgen [throughput|flood|fpdu|sctp]
 #          Pktgen-DPDK against iwarpd over net_memif (tools/pktgen/pktgen_traffic.py;
 #          the pktgen binary at $PKTGEN or ../shared/pktgen/pktgen): ICMP echo at
 #          64..1518 B, a ladder of rates then a binary search, printing the rate
@@ -64,7 +64,12 @@
 #          Markers off and on, printing the frames offered and FPDUs placed per
 #          second and per busy core, then faulty FPDUs of each kind (16 one
 #          at a time, 512 in blocks of 64 back to back) checked for their
-#          Terminate code (root, hugepages)
+#          Terminate code; and RDMA over SCTP, 256 MiB alone and under a
+#          full-rate SCTP flood at the responder (tools/pktgen/sctp_flood.py:
+#          INITs, forged cookies, blind DDP chunks, ABORTs and SHUTDOWNs with
+#          wrong tags, malformed packets), printing the flood's rate, the rate
+#          the daemon held, both goodputs and their ratio and the per-kind
+#          accounting (root, hugepages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -124,6 +129,10 @@ if [ "${1:-}" = pktgen ]; then
     python3 tools/pktgen/pktgen_traffic.py fpdu --iwarpd build-release/dataplane/iwarpd \
       --iwarpctl build-release/tools/iwarpctl --seconds 10 --loop-kib 1024 \
       --fault-paced 16 --fault-passes 64 --fault-bursts 8 || st=1
+  fi
+  if [ "$which" = all ] || [ "$which" = sctp ]; then
+    python3 tools/pktgen/sctp_flood.py --iwarpd build-release/dataplane/iwarpd \
+      --iwarpctl build-release/tools/iwarpctl --seconds 10 --transfer-mib 256 || st=1
   fi
   exit $st
 fi
