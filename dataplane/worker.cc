@@ -49,6 +49,7 @@ L3Options ToL3Options(const config::Config& cfg) {
               cfg.arp.retry_ms};
   o.deliver_tcp = cfg.tcp.enabled;
   o.deliver_sctp = cfg.sctp.enabled;
+  o.udp_echo_port = cfg.udp_echo.port;
   return o;
 }
 
@@ -398,6 +399,7 @@ absl::Status Worker::InitTcp() {
       }
       iwarp = s->get();
       max_qps += iwarp->max_qps();
+      if (sc.type == config::ServiceType::kIwarpFpduTest) prompt_service_ = iwarp;
       svc = std::move(*s);
     } else {
       svc = TcpService::Create(sc, tcp_.get(), &clock_, cfg_.tcp.max_connections, local_ip);
@@ -1167,6 +1169,11 @@ void Worker::HandlePacket(rte_mbuf* m, bool steered, uint64_t now_ms) {
                 clock_.now_us,
                 a.l4_checksum_ok ? tcp::ChecksumCheck::kSkip : tcp::ChecksumCheck::kVerify);
     rte_pktmbuf_free(m);
+    // Test configurations only (iwarp_fpdu_test): a QP to replace before
+    // the next segment of the burst.
+    if (prompt_service_ != nullptr && prompt_service_->WantsPromptPoll()) {
+      prompt_service_->Poll(now_ms);
+    }
     return;
   }
   if (a.kind == RxAction::Kind::kLocalSctp) {

@@ -444,6 +444,9 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   ServiceClock clock_;
   std::vector<std::unique_ptr<TcpService>> services_;
   std::vector<IwarpService*> iwarp_services_;  // same order; nullptr for plain TCP services
+  // The one service that wants polling right after the segment that gave it
+  // work (iwarp_fpdu_test, test configurations only); nullptr otherwise.
+  IwarpService* prompt_service_ = nullptr;
   TcpSnapshot snapshot_;
   std::atomic<uint64_t> snapshot_request_{0};
   std::atomic<uint64_t> snapshot_done_{0};

@@ -1078,6 +1078,7 @@ class FpduTest final : public IwarpService, private engine::QpObserver {
     return 1;
   }
   size_t max_qps() const override { return 1; }
+  bool WantsPromptPoll() const override { return restart_; }
   TestRegion test_region() const override {
     return TestRegion{true, stag_, kTestBaseTo, cfg_.region_bytes};
   }

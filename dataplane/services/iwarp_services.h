@@ -303,6 +303,11 @@ class IwarpService : public TcpService {
     uint64_t length = 0;
   };
   virtual TestRegion test_region() const { return {}; }
+  // Whether Poll has work that must not wait for the end of the receive
+  // burst (iwarp_fpdu_test: a QP to replace before the generator's next
+  // pass arrives); the worker then polls the service right after the
+  // segment that caused it.
+  virtual bool WantsPromptPoll() const { return false; }
   // Fills `out` with the service's QPs that have a connection (or had one
   // and still hold its state); returns how many.
   virtual size_t ListQps(std::span<IwarpQpInfo> out) const = 0;
