@@ -44,6 +44,10 @@ namespace iwarp {
   X(kIcmpTruncated, "icmp_truncated", "ICMP message shorter than its header")   \
   X(kIcmpBadChecksum, "icmp_bad_checksum", "ICMP checksum mismatch")            \
   X(kIcmpUnhandledType, "icmp_unhandled_type", "ICMP type other than echo request") \
+  /* UDP (only the echo service of udp_echo: is served) */                      \
+  X(kUdpTruncated, "udp_truncated", "UDP header or length beyond the datagram")   \
+  X(kUdpBadChecksum, "udp_bad_checksum", "UDP checksum mismatch")               \
+  X(kUdpNoService, "udp_no_service", "UDP to a port nothing serves")            \
   /* Transmit side */                                                           \
   X(kTxRingFull, "tx_ring_full", "transmit queue full, packet not sent")        \
   X(kNoMbuf, "no_mbuf", "mbuf pool exhausted")                                  \

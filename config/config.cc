@@ -1908,6 +1908,10 @@ absl::StatusOr<Config> Loader::Run(absl::string_view yaml) {
                            const std::string& p) { return ReadIwarp(k, v, p); }},
           {"sctp", [this](const YAML::Node& k, const YAML::Node& v,
                           const std::string& p) { return ReadSctp(k, v, p); }},
+          {"udp_echo",
+           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+             return ReadSection(k, v, p, {{"port", Uint(&config_.udp_echo.port, {0, 65535})}});
+           }},
           {"test_mode", Bool(&config_.test_mode)},
       });
   if (!ok || !CheckWhole()) return absl::InvalidArgumentError(error_);
@@ -2110,6 +2114,9 @@ std::string DescribeConfig(const Config& c) {
                   "\n");
   absl::StrAppend(&out, "  mempools: ", c.mempools.mbufs, " mbufs per port, cache ",
                   c.mempools.cache, ", data room ", c.mempools.data_room, " bytes\n");
+  if (c.udp_echo.port != 0) {
+    absl::StrAppend(&out, "  udp echo (RFC 862) on port ", c.udp_echo.port, "\n");
+  }
   absl::StrAppend(&out, "  arp: ", c.arp.cache_entries, " entries per worker, timeout ",
                   c.arp.timeout_s, " s, ", c.arp.pending_packets,
                   " pending packets per address, retry ", c.arp.retry_ms, " ms\n");
@@ -2354,6 +2361,7 @@ std::string FormatConfigYaml(const Config& c) {
                   "\n  rto_max_ms: ", sc.rto_max_ms, "\n  delayed_sack_ms: ", sc.delayed_sack_ms,
                   "\n  sack_frequency: ", sc.sack_frequency, "\n  max_peers: ", sc.max_peers,
                   "\n  max_associations: ", sc.max_associations, "\n");
+  absl::StrAppend(&out, "udp_echo:\n  port: ", c.udp_echo.port, "\n");
   if (c.test_mode) out += "test_mode: true\n";
   return out;
 }

@@ -170,6 +170,15 @@ struct ArpConfig {
   friend bool operator==(const ArpConfig&, const ArpConfig&) = default;
 };
 
+// RFC 862 echo over UDP (udp_echo:): datagrams to `port` on our addresses
+// are sent back, for a packet generator's latency probes (pktgen's latency
+// mode). 0 = off: UDP is dropped as ipv4_unknown_protocol.
+struct UdpEchoConfig {
+  uint16_t port = 0;
+
+  friend bool operator==(const UdpEchoConfig&, const UdpEchoConfig&) = default;
+};
+
 struct LoggingConfig {
   LogLevel level = LogLevel::kInfo;
 
@@ -398,6 +407,7 @@ struct Config {
   std::vector<ServiceConfig> services;
   IwarpConfig iwarp;
   SctpConfig sctp;
+  UdpEchoConfig udp_echo;
   // Test configurations only: allows services that bypass a protocol's own
   // setup (iwarp_fpdu_test). Never set on a production daemon.
   bool test_mode = false;

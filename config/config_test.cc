@@ -332,7 +332,7 @@ TEST(ConfigErrors, FileNameAppearsInErrors) {
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c.status().message(),
             path + ":2:1: portz: unknown key; allowed keys: version, eal, ports, interfaces, "
-                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode (did you mean 'ports'?)");
+                   "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, udp_echo, test_mode (did you mean 'ports'?)");
   std::remove(path.c_str());
 }
 
@@ -394,10 +394,10 @@ TEST(ConfigErrors, Version) {
 TEST(ConfigErrors, UnknownTopLevelKey) {
   EXPECT_EQ(Error2("telemetri: {}\n"),
             "t.yaml:7:1: telemetri: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode (did you mean 'telemetry'?)");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, udp_echo, test_mode (did you mean 'telemetry'?)");
   EXPECT_EQ(Error2("zzz: 1\n"),
             "t.yaml:7:1: zzz: unknown key; allowed keys: version, eal, ports, interfaces, "
-            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode");
+            "workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, udp_echo, test_mode");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -823,7 +823,7 @@ TEST(ConfigErrors, AppInterface) {
 TEST(ConfigErrors, HostileTextIsEscaped) {
   EXPECT_EQ(Error2("\"bad\\nkey\": 1\n"),
             "t.yaml:7:1: bad\\nkey: unknown key; allowed keys: version, eal, ports, "
-            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, test_mode");
+            "interfaces, workers, mempools, arp, logging, telemetry, app_interface, tcp, services, iwarp, sctp, udp_echo, test_mode");
   std::string msg = Error2("logging: {level: \"" + std::string(100, 'x') + "\\u0001\"}\n");
   EXPECT_EQ(msg, "t.yaml:7:18: logging.level: '" + std::string(48, 'x') +
                      "...' is not a known value; allowed: error, warning, notice, info, debug");
@@ -1245,6 +1245,19 @@ TEST(ConfigIwarp, FpduTestNeedsTestMode) {
                   "  lcores: [1, 2]\ntest_mode: true\n" + svc),
             "t.yaml:9:5: services[0].type: iwarp_fpdu_test with 2 workers; allowed: exactly one "
             "worker lcore (its fixed 4-tuple must reach the worker that holds the connection)");
+}
+
+TEST(ConfigUdpEcho, ReadRoundTripsAndRanges) {
+  absl::StatusOr<Config> c = LoadConfigString(std::string(kMinimal) + "udp_echo: {port: 7}\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->udp_echo.port, 7);
+  EXPECT_NE(DescribeConfig(*c).find("udp echo (RFC 862) on port 7"), std::string::npos);
+  absl::StatusOr<Config> back = LoadConfigString(FormatConfigYaml(*c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->udp_echo, c->udp_echo);
+  EXPECT_EQ(LoadConfigString(kMinimal)->udp_echo.port, 0) << "off by default";
+  EXPECT_EQ(Error2("udp_echo: {port: 65536}\n"),
+            "t.yaml:7:18: udp_echo.port: 65536 is out of range; allowed: an integer from 0 to 65535");
 }
 
 }  // namespace iwarp::config

@@ -8,7 +8,7 @@ exactly. Every case uses its own namespace and EAL file prefix and removes
 them, and kills only the processes it started, even when it fails.
 
   dataplane_integration.py CASE --iwarpd PATH --iwarpctl PATH --source-root DIR
-  CASE: ping | malformed | shutdown | check_config | idle_block
+  CASE: ping | udp_echo | malformed | shutdown | check_config | idle_block
 
 Exit status: 0 pass, 1 fail, 77 skip (not root, no network namespaces).
 """
@@ -139,7 +139,7 @@ def inject(iface, dst_mac, src_mac, repeat):
 
 class Daemon:
     def __init__(self, args, name, hugepages="off", memory_mb=128,
-                 idle="  idle_sleep_us: 100\n"):
+                 idle="  idle_sleep_us: 100\n", extra=""):
         tag = "%s%d" % (name, os.getpid())
         self.args = args
         self.ns = "iwt_" + tag
@@ -147,6 +147,7 @@ class Daemon:
         self.hugepages = hugepages
         self.memory_mb = memory_mb
         self.idle = idle
+        self.extra = extra
         self.dir = tempfile.mkdtemp(prefix="iwarpd_it_")
         self.log_path = os.path.join(self.dir, "iwarpd.log")
         self.proc = None
@@ -170,7 +171,7 @@ workers:
   lcores: [1]
 %smempools:
   mbufs: 4095
-""" % (self.memory_mb, self.hugepages, self.prefix, IFACE, OUR_IP, self.idle)
+%s""" % (self.memory_mb, self.hugepages, self.prefix, IFACE, OUR_IP, self.idle, self.extra)
 
     def ns_run(self, *cmd, **kw):
         return run(["ip", "netns", "exec", self.ns] + list(cmd), **kw)
@@ -332,6 +333,57 @@ def case_ping(args):
         rc, secs = d.stop(signal.SIGINT)
         check(rc == 0 and secs < 2.0, "SIGINT: exit %s after %.2f s" % (rc, secs))
         check(not d.sanitizer_reports(), "no sanitizer reports %s" % d.sanitizer_reports())
+    finally:
+        d.cleanup()
+
+
+UDP_ECHO_CLIENT = r'''
+import socket, sys
+ip = sys.argv[1]
+got = 0
+sizes = [0, 1, 7, 100, 1000, 1472] * 5
+for no_check in (0, 1):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, 11, no_check)  # SO_NO_CHECK: a zero UDP checksum
+    s.settimeout(1.0)
+    for i, n in enumerate(sizes):
+        msg = bytes((i * 31 + k) % 256 for k in range(n))
+        s.sendto(msg, (ip, 7))
+        try:
+            data, peer = s.recvfrom(2048)
+        except socket.timeout:
+            continue
+        if data == msg and peer == (ip, 7):
+            got += 1
+    # Nothing serves port 9: no answer.
+    s.sendto(b"discard me", (ip, 9))
+    s.settimeout(0.3)
+    try:
+        s.recvfrom(2048)
+        got = -1000
+    except socket.timeout:
+        pass
+    s.close()
+print(got)
+'''
+
+
+def case_udp_echo(args):
+    # RFC 862 echo (udp_echo: port 7): the kernel's UDP sends datagrams of 0 to
+    # 1472 bytes, with and without a checksum, and accepts the echoes only if
+    # their checksums are right; port 9 is not served.
+    d = Daemon(args, "u", extra="udp_echo:\n  port: 7\n")
+    try:
+        d.start()
+        r = d.ns_run("python3", "-c", UDP_ECHO_CLIENT, OUR_IP, check_rc=False, timeout=60)
+        got = int(r.stdout.strip() or "-1")
+        check(got == 60, "60 of 60 datagrams echoed back intact, none from port 9 (got %d; %s)" %
+              (got, r.stderr.strip()[-300:]))
+        t = d.wait_counters({"udp_echoes_out": 60})
+        check(t["udp_echoes_out"] == 60, "udp_echoes_out == 60 (got %d)" % t["udp_echoes_out"])
+        check(t.get("drop_udp_no_service", 0) == 2,
+              "the two datagrams to port 9 counted as udp_no_service (%s)" %
+              t.get("drop_udp_no_service"))
     finally:
         d.cleanup()
 
@@ -515,7 +567,7 @@ def case_check_config(args):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-CASES = {"ping": case_ping, "malformed": case_malformed, "shutdown": case_shutdown,
+CASES = {"udp_echo": case_udp_echo, "ping": case_ping, "malformed": case_malformed, "shutdown": case_shutdown,
          "check_config": case_check_config, "idle_block": case_idle_block}
 
 

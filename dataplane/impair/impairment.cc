@@ -16,8 +16,7 @@ constexpr size_t kL4DstPortOffset = 2;      // TCP and UDP
 constexpr size_t kTcpDataOffsetOffset = 12;  // RFC 9293 3.1, high nibble
 constexpr size_t kTcpChecksumOffset = 16;   // RFC 9293 3.1
 constexpr size_t kTcpMinHeaderLen = 20;
-constexpr size_t kUdpChecksumOffset = 6;    // RFC 768
-constexpr size_t kUdpHeaderLen = 8;
+// kUdpHeaderLen, kUdpChecksumOffset: dataplane/l3/ipv4.h (RFC 768).
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;

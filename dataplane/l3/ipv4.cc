@@ -59,6 +59,19 @@ void MakeEchoReplyInPlace(MutableByteSpan ip, const Ipv4Header& hdr) {
             ChecksumAdjust(LoadBe16(icmp + kIcmpChecksumOffset), old_word, new_word));
 }
 
+void MakeUdpEchoInPlace(MutableByteSpan ip, const Ipv4Header& hdr) {
+  uint8_t* p = ip.data();
+  StoreBe32(p + kIpv4SrcOffset, hdr.dst);
+  StoreBe32(p + kIpv4DstOffset, hdr.src);
+  p[kIpv4TtlOffset] = kDefaultTtl;
+  StoreBe16(p + kIpv4ChecksumOffset, 0);
+  StoreBe16(p + kIpv4ChecksumOffset, InternetChecksum(ByteSpan(p, hdr.header_len)));
+  uint8_t* udp = p + hdr.header_len;
+  const uint16_t sport = LoadBe16(udp + kUdpSrcPortOffset);
+  StoreBe16(udp + kUdpSrcPortOffset, LoadBe16(udp + kUdpDstPortOffset));
+  StoreBe16(udp + kUdpDstPortOffset, sport);
+}
+
 void WriteIpv4Header(MutableByteSpan out, uint8_t protocol, uint32_t src, uint32_t dst,
                      uint16_t payload_len, uint16_t id) {
   uint8_t* p = out.data();

@@ -56,6 +56,20 @@ DropReason ParseIpv4(ByteSpan packet, Ipv4Header* out);
 // (0.0.0.0/8, 127/8, multicast/reserved 224/3, limited broadcast).
 bool IsBadSourceAddress(uint32_t addr);
 
+// RFC 768 UDP header.
+inline constexpr size_t kUdpHeaderLen = 8;
+inline constexpr size_t kUdpSrcPortOffset = 0;
+inline constexpr size_t kUdpDstPortOffset = 2;
+inline constexpr size_t kUdpLengthOffset = 4;
+inline constexpr size_t kUdpChecksumOffset = 6;
+
+// Turns the UDP datagram `ip` (validated header `hdr`, no fragments, UDP
+// header checked) into its RFC 862 echo in place: addresses and ports
+// swapped, TTL reset, IP header checksum recomputed. The UDP checksum stays
+// valid as it is (the pseudo-header and header sums do not change when the
+// pairs are swapped); a zero (absent) checksum stays zero.
+void MakeUdpEchoInPlace(MutableByteSpan ip, const Ipv4Header& hdr);
+
 // RFC 792 echo message field offsets (relative to the ICMP header).
 inline constexpr size_t kIcmpTypeOffset = 0;
 inline constexpr size_t kIcmpCodeOffset = 1;

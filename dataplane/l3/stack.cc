@@ -155,8 +155,12 @@ RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame, RxOffloa
     a.l4_checksum_ok = tcp && offload.l4_checksum_ok;
     return a;
   }
+  if (h.protocol == kIpProtoUdp && options_.udp_echo_port != 0) {
+    return HandleUdp(port, frame, h);
+  }
   if (h.protocol != kIpProtoIcmp) {
-    // UDP (and TCP / SCTP with their delivery off) has no engine here.
+    // UDP without the echo service (and TCP / SCTP with their delivery off)
+    // has no engine here.
     return Drop(DropReason::kIpv4UnknownProtocol);
   }
 
@@ -172,6 +176,39 @@ RxAction L3Stack::HandleIpv4(const L3Port& port, MutableByteSpan frame, RxOffloa
   requester.Store(frame.data() + kEthDstOffset);
   port.mac.Store(frame.data() + kEthSrcOffset);
   stats_->icmp_echo_replies_out.Add();
+  return RxAction{RxAction::Kind::kTransmit, DropReason::kNone,
+                  static_cast<uint16_t>(kEthHeaderLen + h.total_len)};
+}
+
+RxAction L3Stack::HandleUdp(const L3Port& port, MutableByteSpan frame, const Ipv4Header& h) {
+  MutableByteSpan ip = frame.subspan(kEthHeaderLen, h.total_len);
+  ByteSpan udp = ByteSpan(ip).subspan(h.header_len);
+  if (udp.size() < kUdpHeaderLen) return Drop(DropReason::kUdpTruncated);
+  // RFC 768: the length covers header and data; the datagram may not be
+  // shorter than it says (link padding after it is allowed).
+  const uint16_t len = LoadBe16(udp.data() + kUdpLengthOffset);
+  if (len < kUdpHeaderLen || len > udp.size()) return Drop(DropReason::kUdpTruncated);
+  udp = udp.first(len);
+  if (LoadBe16(udp.data() + kUdpChecksumOffset) != 0) {
+    // Pseudo-header (RFC 768): source, destination, zero + protocol, length.
+    uint8_t pseudo[12];
+    StoreBe32(pseudo, h.src);
+    StoreBe32(pseudo + 4, h.dst);
+    pseudo[8] = 0;
+    pseudo[9] = kIpProtoUdp;
+    StoreBe16(pseudo + 10, len);
+    if (ChecksumFold(ChecksumAdd(ChecksumAdd(0, ByteSpan(pseudo, sizeof(pseudo))), udp)) != 0) {
+      return Drop(DropReason::kUdpBadChecksum);
+    }
+  }
+  if (LoadBe16(udp.data() + kUdpDstPortOffset) != options_.udp_echo_port) {
+    return Drop(DropReason::kUdpNoService);
+  }
+  MakeUdpEchoInPlace(ip, h);
+  const MacAddr requester = MacAddr::Load(frame.data() + kEthSrcOffset);
+  requester.Store(frame.data() + kEthDstOffset);
+  port.mac.Store(frame.data() + kEthSrcOffset);
+  stats_->udp_echoes_out.Add();
   return RxAction{RxAction::Kind::kTransmit, DropReason::kNone,
                   static_cast<uint16_t>(kEthHeaderLen + h.total_len)};
 }

@@ -17,6 +17,7 @@
 #include "common/bytes.h"
 #include "common/drop_reasons.h"
 #include "dataplane/l3/arp.h"
+#include "dataplane/l3/ipv4.h"
 #include "dataplane/l3/mac.h"
 #include "dataplane/l3/stats.h"
 
@@ -66,6 +67,10 @@ struct L3Options {
   // Hand SCTP datagrams (IPv4 protocol 132) to our addresses to the caller
   // (RxAction::kLocalSctp); false drops them as ipv4_unknown_protocol.
   bool deliver_sctp = false;
+  // RFC 862 echo: UDP datagrams to this port on our addresses are sent back
+  // (for a packet generator's latency probes); 0 = off, and every UDP
+  // datagram is dropped as ipv4_unknown_protocol.
+  uint16_t udp_echo_port = 0;
 };
 
 // An opaque packet the caller owns (an mbuf in the data plane).
@@ -186,6 +191,7 @@ class L3Stack {
   RxAction Drop(DropReason r);
   RxAction HandleArp(const L3Port& port, MutableByteSpan frame, uint64_t now_ms);
   RxAction HandleIpv4(const L3Port& port, MutableByteSpan frame, RxOffload offload);
+  RxAction HandleUdp(const L3Port& port, MutableByteSpan frame, const Ipv4Header& h);
   PendingTarget* FindPending(uint32_t ip);
   void SendArpRequest(const PendingTarget& t);
   void FlushPending(uint32_t ip, const MacAddr& mac);

@@ -65,6 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   L3Options options{8, 1, 2, 10};
   options.deliver_tcp = size % 2 == 0;
   options.deliver_sctp = size % 3 == 0;
+  options.udp_echo_port = size % 4 == 0 ? 7 : 0;
   L3Stack stack(std::span<const L3Port>(&kPort, 1), options, &stats, &sink);
 
   // The input is the frame; its first bytes also steer a few resolutions.
@@ -89,6 +90,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (a.kind) {
     case RxAction::Kind::kTransmit:
       if (a.tx_length > size || a.tx_length < 14) __builtin_trap();
+      // A UDP echo leaves only when the service is on.
+      if (stats.udp_echoes_out.Get() != 0 && options.udp_echo_port == 0) __builtin_trap();
       break;
     case RxAction::Kind::kDrop:
       if (stats.Dropped(a.reason) == 0) __builtin_trap();

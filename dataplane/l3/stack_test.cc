@@ -212,6 +212,78 @@ TEST_F(StackTest, AnswersEchoRequestInPlace) {
   EXPECT_EQ(stats_->icmp_echo_replies_out.Get(), 1u);
 }
 
+// RFC 768 datagram from the peer to our `dport` (checksum over the
+// pseudo-header unless `checksum` is false: zero, "none").
+std::vector<uint8_t> Udp(uint16_t sport, uint16_t dport, size_t payload_len, bool checksum = true) {
+  std::vector<uint8_t> u(8 + payload_len);
+  StoreBe16(u.data(), sport);
+  StoreBe16(u.data() + 2, dport);
+  StoreBe16(u.data() + 4, static_cast<uint16_t>(u.size()));
+  for (size_t i = 0; i < payload_len; ++i) u[8 + i] = static_cast<uint8_t>(i * 13 + 1);
+  if (checksum) {
+    std::vector<uint8_t> pseudo(12);
+    StoreBe32(pseudo.data(), kPeerIp);
+    StoreBe32(pseudo.data() + 4, kOurIp);
+    pseudo[9] = 17;
+    StoreBe16(pseudo.data() + 10, static_cast<uint16_t>(u.size()));
+    uint16_t c = ChecksumFold(ChecksumAdd(ChecksumAdd(0, ByteSpan(pseudo)), ByteSpan(u)));
+    StoreBe16(u.data() + 6, c == 0 ? 0xffff : c);
+  }
+  return u;
+}
+
+TEST_F(StackTest, UdpEchoAnswersOnlyItsPortAndNamesEveryDrop) {
+  Ipv4Fields ip;
+  ip.protocol = 17;
+  auto off = Ipv4Frame(ip, Udp(4000, 7, 10));
+  EXPECT_EQ(Handle(off).reason, DropReason::kIpv4UnknownProtocol) << "off by default";
+
+  L3Options o{1024, 300, 4, 1000};
+  o.udp_echo_port = 7;
+  Reset(o);
+  for (bool sum : {true, false}) {
+    auto f = Ipv4Frame(ip, Udp(4000, 7, 33, sum));
+    f.resize(f.size() + 5, 0xee);  // link padding is not echoed
+    const std::vector<uint8_t> sent = f;
+    RxAction a = Handle(f);
+    ASSERT_EQ(a.kind, RxAction::Kind::kTransmit);
+    EXPECT_EQ(a.tx_length, 14 + 20 + 8 + 33);
+    EXPECT_EQ(MacAddr::Load(f.data()), kPeerMac);
+    EXPECT_EQ(MacAddr::Load(f.data() + 6), kOurMac);
+    Ipv4Header h;
+    ASSERT_EQ(ParseIpv4(ByteSpan(f).subspan(14, a.tx_length - 14), &h), DropReason::kNone);
+    EXPECT_EQ(h.src, kOurIp);
+    EXPECT_EQ(h.dst, kPeerIp);
+    EXPECT_EQ(LoadBe16(f.data() + 34), 7);     // ports swapped
+    EXPECT_EQ(LoadBe16(f.data() + 36), 4000);
+    EXPECT_TRUE(std::equal(f.begin() + 42, f.begin() + 42 + 33, sent.begin() + 42)) << "payload kept";
+    // The reply's checksum verifies over its own pseudo-header (or stays 0).
+    if (sum) {
+      std::vector<uint8_t> pseudo(12);
+      StoreBe32(pseudo.data(), kOurIp);
+      StoreBe32(pseudo.data() + 4, kPeerIp);
+      pseudo[9] = 17;
+      StoreBe16(pseudo.data() + 10, 41);
+      EXPECT_EQ(ChecksumFold(ChecksumAdd(ChecksumAdd(0, ByteSpan(pseudo)), ByteSpan(f).subspan(34, 41))), 0);
+    } else {
+      EXPECT_EQ(LoadBe16(f.data() + 40), 0);
+    }
+  }
+  EXPECT_EQ(stats_->udp_echoes_out.Get(), 2u);
+
+  ExpectDrop(Ipv4Frame(ip, Udp(4000, 9, 10)), DropReason::kUdpNoService);
+  auto bad = Udp(4000, 7, 10);
+  bad[9] ^= 1;
+  ExpectDrop(Ipv4Frame(ip, bad), DropReason::kUdpBadChecksum);
+  ExpectDrop(Ipv4Frame(ip, std::vector<uint8_t>(6, 0)), DropReason::kUdpTruncated);
+  auto long_len = Udp(4000, 7, 10);
+  StoreBe16(long_len.data() + 4, 19);  // one byte beyond the datagram
+  ExpectDrop(Ipv4Frame(ip, long_len), DropReason::kUdpTruncated);
+  auto short_len = Udp(4000, 7, 10, false);
+  StoreBe16(short_len.data() + 4, 7);  // below the header
+  ExpectDrop(Ipv4Frame(ip, short_len), DropReason::kUdpTruncated);
+}
+
 TEST_F(StackTest, LowTtlIsStillDeliveredLocally) {
   Ipv4Fields ttl0;
   ttl0.ttl = 0;

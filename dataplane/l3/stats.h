@@ -45,6 +45,8 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
   X(arp_replies_out, "arp_replies_out")           \
   X(icmp_echo_requests_in, "icmp_echo_requests_in") \
   X(icmp_echo_replies_out, "icmp_echo_replies_out") \
+  /* udp_echo: datagrams to the echo port answered (RFC 862) */ \
+  X(udp_echoes_out, "udp_echoes_out")             \
   X(steered_out, "steered_out")                   \
   X(steered_in, "steered_in")                     \
   /* of steered_out: frames to a port an application QP or listener holds, */ \
