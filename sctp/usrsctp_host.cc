@@ -167,6 +167,13 @@ void UsrsctpHost::SyncStackStats() {
   counters_[static_cast<size_t>(HostCounter::kStackT3Timeouts)] = st.sctps_timodata;
   counters_[static_cast<size_t>(HostCounter::kStackDupData)] = st.sctps_recvdupdata;
   counters_[static_cast<size_t>(HostCounter::kStackSendErrors)] = st.sctps_senderrors;
+  counters_[static_cast<size_t>(HostCounter::kStackBadVtag)] = st.sctps_badvtag;
+  counters_[static_cast<size_t>(HostCounter::kStackHeaderDrops)] = st.sctps_hdrops;
+  counters_[static_cast<size_t>(HostCounter::kStackOutOfTheBlue)] = st.sctps_outoftheblue;
+  counters_[static_cast<size_t>(HostCounter::kStackAborted)] = st.sctps_aborted;
+  counters_[static_cast<size_t>(HostCounter::kStackPassiveEstab)] = st.sctps_passiveestab;
+  counters_[static_cast<size_t>(HostCounter::kStackControlChunksIn)] = st.sctps_incontrolchunks;
+  counters_[static_cast<size_t>(HostCounter::kStackControlChunksOut)] = st.sctps_outcontrolchunks;
 }
 
 void UsrsctpHost::Poll(uint64_t now_ms) {

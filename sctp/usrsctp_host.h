@@ -51,7 +51,14 @@ namespace iwarp::sctp {
   X(kStackRetransData, "sctp_stack_retransmitted_chunks", "DATA chunks usrsctp retransmitted") \
   X(kStackT3Timeouts, "sctp_stack_t3_timeouts", "usrsctp T3-rtx (data) timer expiries")     \
   X(kStackDupData, "sctp_stack_dup_data_in", "duplicate DATA chunks usrsctp received")       \
-  X(kStackSendErrors, "sctp_stack_send_errors", "usrsctp output errors (conn_output failed)")
+  X(kStackSendErrors, "sctp_stack_send_errors", "usrsctp output errors (conn_output failed)") \
+  X(kStackBadVtag, "sctp_stack_bad_vtag", "drop: verification tag not the association's (RFC 9260 8.5)") \
+  X(kStackHeaderDrops, "sctp_stack_header_drops", "drop: chunk headers cut short or longer than the packet") \
+  X(kStackOutOfTheBlue, "sctp_stack_out_of_the_blue", "packets for no association (RFC 9260 8.4)") \
+  X(kStackAborted, "sctp_stack_aborted", "associations that ended with an ABORT") \
+  X(kStackPassiveEstab, "sctp_stack_passive_established", "associations a peer opened (COOKIE ECHO accepted)") \
+  X(kStackControlChunksIn, "sctp_stack_control_chunks_in", "control chunks usrsctp received") \
+  X(kStackControlChunksOut, "sctp_stack_control_chunks_out", "control chunks usrsctp sent")
 
 enum class HostCounter : uint8_t {
 #define IWARP_SCTP_X(e, n, d) e,
