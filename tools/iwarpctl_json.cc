@@ -1,5 +1,11 @@
 #include "tools/iwarpctl_json.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 
 namespace iwarp::tools {
@@ -27,218 +33,128 @@ std::string JsonValue::Text(std::string_view key) const {
 
 namespace {
 
-class Parser {
+// nlohmann-json's SAX events (its lexer and grammar, RFC 8259, strict:
+// trailing characters and ill-formed UTF-8 are errors) building a JsonValue
+// tree. Errors are reported through parse_error, never thrown. The member
+// names are the ones nlohmann::json::sax_parse requires.
+class Builder {
  public:
-  explicit Parser(std::string_view s) : s_(s) {}
+  using Json = nlohmann::json;
+  static constexpr size_t kMaxDepth = 64;
 
-  absl::StatusOr<JsonValue> Document() {
+  bool null() { return Put(JsonValue{}); }
+  bool boolean(bool b) {
     JsonValue v;
-    if (!Value(&v, 0)) return Error();
-    SkipSpace();
-    if (pos_ != s_.size()) {
-      error_ = "trailing characters";
-      return Error();
+    v.type = JsonValue::Type::kBool;
+    v.boolean = b;
+    return Put(std::move(v));
+  }
+  // The lexer hands non-negative integers that fit 64 bits here, other
+  // integers to number_integer, and everything else (fractions, exponents,
+  // integers beyond 64 bits) to number_float with the text as sent.
+  bool number_unsigned(Json::number_unsigned_t x) {
+    JsonValue v = Number(std::to_string(x));
+    v.is_uint = true;
+    v.uint_value = x;
+    return Put(std::move(v));
+  }
+  // Only integers written with a minus sign come here: "-0" is one of them.
+  bool number_integer(Json::number_integer_t x) {
+    return Put(Number(x == 0 ? "-0" : std::to_string(x)));
+  }
+  bool number_float(Json::number_float_t, const Json::string_t& text) {
+    return Put(Number(text));
+  }
+  bool string(Json::string_t& s) {
+    JsonValue v;
+    v.type = JsonValue::Type::kString;
+    v.string = std::move(s);
+    return Put(std::move(v));
+  }
+  bool binary(Json::binary_t&) { return Fail("binary value"); }  // not in JSON text
+  bool start_object(size_t) { return Open(JsonValue::Type::kObject); }
+  bool key(Json::string_t& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() { return Close(); }
+  bool start_array(size_t) { return Open(JsonValue::Type::kArray); }
+  bool end_array() { return Close(); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 4: ..."
+    std::string_view what = e.what();
+    if (const size_t p = what.find("] "); what.starts_with("[json.") && p != what.npos) {
+      what.remove_prefix(p + 2);
     }
-    return v;
+    return Fail(what);
+  }
+
+  absl::StatusOr<JsonValue> Result(bool ok) {
+    if (!ok || !done_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad JSON: ", error_.empty() ? "incomplete document" : error_));
+    }
+    return std::move(root_);
   }
 
  private:
-  static constexpr int kMaxDepth = 64;
-
-  absl::Status Error() const {
-    return absl::InvalidArgumentError(absl::StrCat("bad JSON at offset ", pos_, ": ", error_));
+  static JsonValue Number(std::string text) {
+    JsonValue v;
+    v.type = JsonValue::Type::kNumber;
+    v.number_text = std::move(text);
+    return v;
   }
-  bool Fail(const char* what) {
-    error_ = what;
+  bool Fail(std::string_view what) {
+    if (error_.empty()) error_ = std::string(what);
     return false;
   }
-  void SkipSpace() {
-    while (pos_ < s_.size() &&
-           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) {
-      ++pos_;
-    }
+  // Where the next value goes: the root, the next array element, or the
+  // member named by the last key. A container's own vector grows only while
+  // it is the innermost open one, so the pointers in open_ stay valid.
+  JsonValue* Slot() {
+    if (open_.empty()) return &root_;
+    JsonValue* top = open_.back();
+    if (top->type == JsonValue::Type::kArray) return &top->array.emplace_back();
+    return &top->object.emplace_back(JsonMember{std::move(key_), JsonValue{}}).value;
   }
-  bool Literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) return Fail("unknown literal");
-    pos_ += word.size();
+  bool Put(JsonValue v) {
+    *Slot() = std::move(v);
+    if (open_.empty()) done_ = true;
+    return true;
+  }
+  bool Open(JsonValue::Type type) {
+    if (open_.size() >= kMaxDepth) {
+      return Fail(absl::StrCat("nested deeper than ", kMaxDepth, " levels"));
+    }
+    JsonValue* v = Slot();
+    v->type = type;
+    open_.push_back(v);
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    if (open_.empty()) done_ = true;
     return true;
   }
 
-  bool Value(JsonValue* v, int depth) {
-    if (depth > kMaxDepth) return Fail("nested too deeply");
-    SkipSpace();
-    if (pos_ >= s_.size()) return Fail("unexpected end");
-    const char c = s_[pos_];
-    if (c == '{') return Object(v, depth);
-    if (c == '[') return Array(v, depth);
-    if (c == '"') {
-      v->type = JsonValue::Type::kString;
-      return String(&v->string);
-    }
-    if (c == 't' || c == 'f') {
-      v->type = JsonValue::Type::kBool;
-      v->boolean = c == 't';
-      return Literal(c == 't' ? "true" : "false");
-    }
-    if (c == 'n') {
-      v->type = JsonValue::Type::kNull;
-      return Literal("null");
-    }
-    return Number(v);
-  }
-
-  bool Object(JsonValue* v, int depth) {
-    v->type = JsonValue::Type::kObject;
-    ++pos_;
-    SkipSpace();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-      return true;
-    }
-    while (true) {
-      SkipSpace();
-      std::string key;
-      if (pos_ >= s_.size() || s_[pos_] != '"') return Fail("expected a key");
-      if (!String(&key)) return false;
-      SkipSpace();
-      if (pos_ >= s_.size() || s_[pos_] != ':') return Fail("expected ':'");
-      ++pos_;
-      JsonValue member;
-      if (!Value(&member, depth + 1)) return false;
-      v->object.push_back(JsonMember{std::move(key), std::move(member)});
-      SkipSpace();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return true;
-      }
-      return Fail("expected ',' or '}'");
-    }
-  }
-
-  bool Array(JsonValue* v, int depth) {
-    v->type = JsonValue::Type::kArray;
-    ++pos_;
-    SkipSpace();
-    if (pos_ < s_.size() && s_[pos_] == ']') {
-      ++pos_;
-      return true;
-    }
-    while (true) {
-      JsonValue item;
-      if (!Value(&item, depth + 1)) return false;
-      v->array.push_back(std::move(item));
-      SkipSpace();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return true;
-      }
-      return Fail("expected ',' or ']'");
-    }
-  }
-
-  static void AppendUtf8(std::string* out, uint32_t cp) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    } else {
-      out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-    }
-  }
-
-  bool String(std::string* out) {
-    ++pos_;  // opening quote
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_++];
-      if (c == '"') return true;
-      if (static_cast<unsigned char>(c) < 0x20) return Fail("control character in string");
-      if (c != '\\') {
-        out->push_back(c);
-        continue;
-      }
-      if (pos_ >= s_.size()) break;
-      const char e = s_[pos_++];
-      switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
-        case 'u': {
-          if (s_.size() - pos_ < 4) return Fail("short \\u escape");
-          uint32_t cp = 0;
-          for (int i = 0; i < 4; ++i) {
-            const char h = s_[pos_++];
-            cp <<= 4;
-            if (h >= '0' && h <= '9') cp |= static_cast<uint32_t>(h - '0');
-            else if (h >= 'a' && h <= 'f') cp |= static_cast<uint32_t>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') cp |= static_cast<uint32_t>(h - 'A' + 10);
-            else return Fail("bad \\u escape");
-          }
-          AppendUtf8(out, cp);
-          break;
-        }
-        default:
-          return Fail("bad escape");
-      }
-    }
-    return Fail("unterminated string");
-  }
-
-  bool Number(JsonValue* v) {
-    const size_t start = pos_;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    bool digits = false;
-    bool integral = true;
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      if (c >= '0' && c <= '9') {
-        digits = true;
-      } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-        integral = false;
-      } else {
-        break;
-      }
-      ++pos_;
-    }
-    if (!digits) return Fail("expected a value");
-    v->type = JsonValue::Type::kNumber;
-    v->number_text = std::string(s_.substr(start, pos_ - start));
-    if (integral && v->number_text[0] != '-') {
-      uint64_t x = 0;
-      bool overflow = false;
-      for (char c : v->number_text) {
-        const uint64_t d = static_cast<uint64_t>(c - '0');
-        if (x > (UINT64_MAX - d) / 10) overflow = true;
-        x = x * 10 + d;
-      }
-      v->is_uint = !overflow;
-      v->uint_value = overflow ? 0 : x;
-    }
-    return true;
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-  const char* error_ = "";
+  JsonValue root_;
+  std::vector<JsonValue*> open_;
+  std::string key_;
+  bool done_ = false;
+  std::string error_;
 };
 
 }  // namespace
 
-absl::StatusOr<JsonValue> ParseJson(std::string_view text) { return Parser(text).Document(); }
+absl::StatusOr<JsonValue> ParseJson(std::string_view text) {
+  // nlohmann-json's lexer takes a NUL for the end of input; in JSON text it
+  // can only be an error (RFC 8259 7: control characters are escaped).
+  if (const size_t nul = text.find('\0'); nul != text.npos) {
+    return absl::InvalidArgumentError(absl::StrCat("bad JSON: NUL byte at offset ", nul));
+  }
+  Builder b;
+  const bool ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &b);
+  return b.Result(ok);
+}
 
 }  // namespace iwarp::tools

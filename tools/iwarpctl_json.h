@@ -1,5 +1,7 @@
-// A small JSON reader for iwarpctl (telemetry replies only: objects, arrays,
-// strings, numbers, true/false/null). Objects keep their key order.
+// iwarpctl's view of a JSON document (telemetry replies): a small tree of
+// objects, arrays, strings, numbers, true/false/null. Objects keep their key
+// order. Parsing is nlohmann-json's (RFC 8259, strict); this header does not
+// expose it. Control path only.
 #ifndef IWARPD_TOOLS_IWARPCTL_JSON_H_
 #define IWARPD_TOOLS_IWARPCTL_JSON_H_
 
@@ -41,7 +43,8 @@ struct JsonMember {
 };
 
 // Parses one JSON document (trailing whitespace allowed). Nesting deeper than
-// 64 levels is refused.
+// 64 levels is refused. Malformed input is an InvalidArgumentError whose
+// message names the line, column and what was wrong; nothing is thrown.
 absl::StatusOr<JsonValue> ParseJson(std::string_view text);
 
 }  // namespace iwarp::tools

@@ -1,5 +1,7 @@
 #include <string>
+#include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tools/iwarpctl_format.h"
@@ -30,13 +32,85 @@ TEST(IwarpctlJson, ParsesTelemetryShapes) {
 }
 
 TEST(IwarpctlJson, RejectsMalformedInput) {
-  for (const char* bad : {"", "{", "{\"a\" 1}", "[1,]", "{\"a\":1}x", "\"abc", "tru",
-                          "{\"a\":\"\x01\"}", "\"\\q\"", "-"}) {
-    EXPECT_FALSE(ParseJson(bad).ok()) << bad;
+  for (const char* bad : {"", " ", "{", "{\"a\" 1}", "[1,]", "{\"a\":1,}", "{\"a\":1}x",
+                          "{\"a\":1}{\"b\":2}", "\"abc", "tru", "nul", "{\"a\":\"\x01\"}",
+                          "\"\\q\"", "\"\\u12\"", "-", "01", "1.2.3", "--1", "1e", "{a:1}",
+                          "['a']", "\"\xff\xfe\"", "\"\xc3\""}) {
+    const absl::StatusOr<JsonValue> v = ParseJson(bad);
+    ASSERT_FALSE(v.ok()) << bad;
+    EXPECT_TRUE(absl::IsInvalidArgument(v.status())) << bad;
   }
-  std::string deep(100, '[');
-  deep += std::string(100, ']');
-  EXPECT_FALSE(ParseJson(deep).ok());
+  // An embedded NUL is not the end of the document.
+  EXPECT_FALSE(ParseJson(std::string_view("{}\0", 3)).ok());
+}
+
+// What the operator reads when the daemon sends something broken: where
+// and what.
+TEST(IwarpctlJson, ErrorSaysWhereAndWhat) {
+  const absl::StatusOr<JsonValue> v = ParseJson("{\"a\": 1,\n \"b\": tru}");
+  ASSERT_FALSE(v.ok());
+  const std::string message(v.status().message());
+  EXPECT_EQ(message.rfind("bad JSON: parse error at line 2, column 10: ", 0), 0u) << message;
+  EXPECT_NE(message.find("invalid literal"), std::string::npos) << message;
+  EXPECT_NE(message.find("tru"), std::string::npos) << message;
+  const absl::StatusOr<JsonValue> cut = ParseJson("{\"lcores\": [1, 2");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("unexpected end of input"), std::string::npos)
+      << cut.status();
+}
+
+TEST(IwarpctlJson, NestingIsBoundedAt64Levels) {
+  const std::string ok64 = std::string(64, '[') + std::string(64, ']');
+  EXPECT_TRUE(ParseJson(ok64).ok());
+  const std::string deep65 = std::string(65, '[') + std::string(65, ']');
+  const absl::StatusOr<JsonValue> v = ParseJson(deep65);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().message(), "bad JSON: nested deeper than 64 levels");
+  // A hostile depth ends in the same error, not in a stack overflow.
+  EXPECT_FALSE(ParseJson(std::string(1 << 20, '[')).ok());
+  EXPECT_FALSE(ParseJson(std::string(1 << 20, '{')).ok());
+}
+
+TEST(IwarpctlJson, ObjectsKeepDocumentOrderAndFindTheFirstOfDuplicates) {
+  auto v = ParseJson(R"({"z": 1, "a": {"y": [true, null, "s"], "b": {}}, "z": 2, "m": []})");
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->type, JsonValue::Type::kObject);
+  ASSERT_EQ(v->object.size(), 4u);
+  EXPECT_EQ(v->object[0].key, "z");
+  EXPECT_EQ(v->object[1].key, "a");
+  EXPECT_EQ(v->object[2].key, "z");
+  EXPECT_EQ(v->object[3].key, "m");
+  EXPECT_EQ(v->Uint("z"), 1u);
+  const JsonValue* a = v->Find("a");
+  ASSERT_NE(a, nullptr);
+  ASSERT_EQ(a->object.size(), 2u);
+  const JsonValue* y = a->Find("y");
+  ASSERT_NE(y, nullptr);
+  ASSERT_EQ(y->array.size(), 3u);
+  EXPECT_EQ(y->array[0].type, JsonValue::Type::kBool);
+  EXPECT_TRUE(y->array[0].boolean);
+  EXPECT_EQ(y->array[1].type, JsonValue::Type::kNull);
+  EXPECT_EQ(y->array[2].string, "s");
+  EXPECT_EQ(a->Find("b")->type, JsonValue::Type::kObject);
+  EXPECT_EQ(v->Find("m")->type, JsonValue::Type::kArray);
+  EXPECT_TRUE(v->Find("m")->array.empty());
+}
+
+TEST(IwarpctlJson, ScalarDocumentsAndEscapes) {
+  auto n = ParseJson(" 42 \n");
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(n->type, JsonValue::Type::kNumber);
+  EXPECT_EQ(n->uint_value, 42u);
+  EXPECT_EQ(n->number_text, "42");
+  auto neg = ParseJson("-7");
+  ASSERT_TRUE(neg.ok());
+  EXPECT_FALSE(neg->is_uint);
+  EXPECT_EQ(neg->number_text, "-7");
+  // A surrogate pair is one code point (U+1F600), four UTF-8 octets.
+  auto s = ParseJson(R"({"s": "\ud83d\ude00 \u00e9\t"})");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->Text("s"), "\xf0\x9f\x98\x80 \xc3\xa9\t");
+  EXPECT_FALSE(ParseJson(R"("\ud83d")").ok());  // a lone high surrogate
 }
 
 constexpr char kStats[] =

@@ -23,6 +23,7 @@ packages=(
   liblua5.3-0
   libtirpc-dev rpcbind
   libnfs-dev libnfs-utils
+  nlohmann-json3-dev
   nfs-ganesha nfs-ganesha-vfs
 )
 
