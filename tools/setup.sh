@@ -23,7 +23,7 @@ packages=(
   liblua5.3-0
   libtirpc-dev rpcbind
   libnfs-dev libnfs-utils
-  nlohmann-json3-dev
+  nlohmann-json3-dev libssl-dev libsodium-dev
   nfs-ganesha nfs-ganesha-vfs
 )
 
