@@ -338,6 +338,10 @@ class Worker final : public L3Sink, public tcp::TcpOutput {
   void SetRxInterrupts(bool on);
   // Wakes the peers this poll steered frames or neighbour updates to.
   void WakeMarkedPeers();
+  // Hands `m` to worker `owner`'s steer ring (counted steered_out, the
+  // owner marked for a wake-up); false, counted steer_ring_full, when the
+  // ring is full: the caller still owns `m`.
+  bool SteerTo(uint32_t owner, rte_mbuf* m);
 
   const uint32_t index_;
   const uint32_t lcore_;
