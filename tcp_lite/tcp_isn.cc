@@ -1,9 +1,9 @@
 #include "tcp_lite/tcp_isn.h"
 
+#include <sodium.h>
 #include <sys/random.h>
 #include <time.h>
 
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -30,33 +30,6 @@ uint64_t LoadLe64(const uint8_t* p) {
   return v;
 }
 
-struct SipState {
-  uint64_t v0, v1, v2, v3;
-
-  void Round() {
-    v0 += v1;
-    v1 = std::rotl(v1, 13);
-    v1 ^= v0;
-    v0 = std::rotl(v0, 32);
-    v2 += v3;
-    v3 = std::rotl(v3, 16);
-    v3 ^= v2;
-    v0 += v3;
-    v3 = std::rotl(v3, 21);
-    v3 ^= v0;
-    v2 += v1;
-    v1 = std::rotl(v1, 17);
-    v1 ^= v2;
-    v2 = std::rotl(v2, 32);
-  }
-  void Compress(uint64_t m) {
-    v3 ^= m;
-    Round();
-    Round();
-    v0 ^= m;
-  }
-};
-
 // 12 octets of 4-tuple, big endian, behind a one-octet tag.
 void PutTuple(uint8_t* p, uint8_t tag, const FourTuple& t) {
   p[0] = tag;
@@ -69,22 +42,10 @@ void PutTuple(uint8_t* p, uint8_t tag, const FourTuple& t) {
 }  // namespace
 
 uint64_t SipHash24(const SipKey& key, ByteSpan message) {
-  const uint64_t k0 = LoadLe64(key.data());
-  const uint64_t k1 = LoadLe64(key.data() + 8);
-  // Initialisation constants: "somepseudorandomlygeneratedbytes".
-  SipState s{k0 ^ 0x736f6d6570736575ULL, k1 ^ 0x646f72616e646f6dULL,
-             k0 ^ 0x6c7967656e657261ULL, k1 ^ 0x7465646279746573ULL};
-  const size_t n = message.size();
-  const uint8_t* p = message.data();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) s.Compress(LoadLe64(p + i));
-  // Last block: remaining octets little endian, message length mod 256 on top.
-  uint64_t last = uint64_t{static_cast<uint8_t>(n)} << 56;
-  for (size_t j = 0; i + j < n; ++j) last |= uint64_t{p[i + j]} << (8 * j);
-  s.Compress(last);
-  s.v2 ^= 0xff;
-  for (int r = 0; r < 4; ++r) s.Round();
-  return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+  // libsodium's output is the 64-bit result, little endian.
+  uint8_t out[crypto_shorthash_siphash24_BYTES];
+  crypto_shorthash_siphash24(out, message.data(), message.size(), key.data());
+  return LoadLe64(out);
 }
 
 std::string_view SynCookieStatusName(SynCookieStatus s) {
@@ -102,7 +63,14 @@ uint64_t NowMicros() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
+IsnGenerator::IsnGenerator(const SipKey& key) : key_(key) {
+  // Once per process is enough, later calls return at once. SipHash itself
+  // needs nothing from it, so a failure (reported by Create) is ignored here.
+  [[maybe_unused]] const int ignored = sodium_init();
+}
+
 absl::StatusOr<IsnGenerator> IsnGenerator::Create() {
+  if (sodium_init() < 0) return absl::InternalError("sodium_init failed");
   SipKey key{};
   size_t got = 0;
   while (got < key.size()) {
