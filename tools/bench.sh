@@ -52,7 +52,7 @@
 #          4 KiB read latency at queue depth 1), busy cores and MiB/s per
 #          busy core per job, with ratios and the NFS issue's targets
 #          (root, hugepages, nfs-ganesha; tools/nfs_bench.py)
-#        tools/bench.sh pktgen [throughput|flood|fpdu|sctp]
+#        tools/bench.sh pktgen [throughput|flood|fpdu|sctp|tuple]
 #          Pktgen-DPDK against iwarpd over net_memif (tools/pktgen/pktgen_traffic.py;
 #          the pktgen binary at $PKTGEN or ../shared/pktgen/pktgen): ICMP echo at
 #          64..1518 B, a ladder of rates then a binary search, printing the rate
@@ -69,7 +69,12 @@
 #          INITs, forged cookies, blind DDP chunks, ABORTs and SHUTDOWNs with
 #          wrong tags, malformed packets), printing the flood's rate, the rate
 #          the daemon held, both goodputs and their ratio and the per-kind
-#          accounting (root, hugepages)
+#          accounting (root, hugepages); and a kernel peer's iWARP transfer
+#          (RDMA Writes read back) to iwarpd on net_tap, 20 s alone and 20 s
+#          while pktgen, bridged onto the same link, floods its 4-tuple
+#          (tools/pktgen/tuple_flood.py: blind and in-window RSTs, SYNs and
+#          data, RFC 5961), printing the flood's rate, both goodputs, their
+#          ratio and the per-kind accounting (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -133,6 +138,11 @@ if [ "${1:-}" = pktgen ]; then
   if [ "$which" = all ] || [ "$which" = sctp ]; then
     python3 tools/pktgen/sctp_flood.py --iwarpd build-release/dataplane/iwarpd \
       --iwarpctl build-release/tools/iwarpctl --seconds 10 --transfer-mib 256 || st=1
+  fi
+  if [ "$which" = all ] || [ "$which" = tuple ]; then
+    python3 tools/pktgen/tuple_flood.py --iwarpd build-release/dataplane/iwarpd \
+      --iwarpctl build-release/tools/iwarpctl --seconds 20 --vcap-mib 1536 \
+      --spread-mib 256 || st=1
   fi
   exit $st
 fi
