@@ -1015,8 +1015,17 @@ struct TcpStack::Impl {
 
   // ================================================================ input
 
+  // The stack's clock never goes back. Callers hand every entry point the
+  // time they read, and a user may send from inside a callback with a time
+  // older than the segment's (an engine that stamps its sends with its last
+  // poll): RFC 7323 5.3 (PAWS) has the peer discard segments whose
+  // timestamp went back, so TSval must not decrease.
+  void SetNow(uint64_t t) {
+    if (t > now_us) now_us = t;
+  }
+
   void Input(uint32_t src_ip, uint32_t dst_ip, ByteSpan in, uint64_t now, ChecksumCheck check) {
-    now_us = now;
+    SetNow(now);
     Segment seg;
     const SegmentStatus st =
         ParseSegment(in, in.size(), Ipv4Addresses{src_ip, dst_ip}, check, &seg);
@@ -2133,7 +2142,7 @@ absl::StatusOr<ConnId> TcpStack::Connect(uint32_t local_ip, uint32_t remote_ip,
                                          uint16_t remote_port, TcpUser& user,
                                          uint16_t local_port, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   if (!m.OwnsIp(local_ip)) return absl::InvalidArgumentError("tcp connect: local address not ours");
   if (remote_port == 0) return absl::InvalidArgumentError("tcp connect: remote port 0");
   FourTuple t{local_ip, local_port, remote_ip, remote_port};
@@ -2180,7 +2189,7 @@ absl::StatusOr<ConnId> TcpStack::AdoptEstablished(const FourTuple& t, Seq32 iss,
                                                   uint16_t peer_window, uint32_t loop_bytes,
                                                   TcpUser& user, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   if (!m.OwnsIp(t.local_addr)) return absl::InvalidArgumentError("tcp adopt: local address not ours");
   if (t.local_port == 0 || t.remote_port == 0) return absl::InvalidArgumentError("tcp adopt: port 0");
   if (loop_bytes > (1u << 30)) return absl::InvalidArgumentError("tcp adopt: loop_bytes over 1 GiB");
@@ -2223,7 +2232,7 @@ void TcpStack::BeginBurst() { impl_->in_burst = true; }
 void TcpStack::EndBurst(uint64_t now_us) {
   Impl& m = *impl_;
   m.in_burst = false;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   for (uint32_t i = 0; i < m.n_burst_acks; ++i) {
     Impl::Conn& c = m.conns[m.burst_acks[i]];
     c.on_burst_list = false;
@@ -2237,8 +2246,8 @@ void TcpStack::EndBurst(uint64_t now_us) {
 }
 
 void TcpStack::RunTimers(uint64_t now_us) {
-  impl_->now_us = now_us;
-  impl_->wheel.Advance(now_us / impl_->tick_us);
+  impl_->SetNow(now_us);
+  impl_->wheel.Advance(impl_->now_us / impl_->tick_us);
 }
 
 std::optional<uint64_t> TcpStack::NextTimerUs() const {
@@ -2249,7 +2258,7 @@ std::optional<uint64_t> TcpStack::NextTimerUs() const {
 
 size_t TcpStack::Send(ConnId id, ByteSpan data, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) {
     last_send_status_ = SendStatus::kBadConn;
@@ -2270,7 +2279,7 @@ size_t TcpStack::Send(ConnId id, ByteSpan data, uint64_t now_us) {
 
 SendStatus TcpStack::SendRecord(ConnId id, ByteSpan record, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
   if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
@@ -2301,7 +2310,7 @@ MutableByteSpan TcpStack::ReserveRecord(ConnId id, size_t len) {
 
 SendStatus TcpStack::CommitRecord(ConnId id, size_t len, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
   if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
@@ -2317,7 +2326,7 @@ SendStatus TcpStack::CommitRecord(ConnId id, size_t len, uint64_t now_us) {
 
 SendStatus TcpStack::SendZeroCopy(ConnId id, ByteSpan data, uint64_t cookie, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
   if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
@@ -2339,7 +2348,7 @@ SendStatus TcpStack::SendZeroCopy(ConnId id, ByteSpan data, uint64_t cookie, uin
 SendStatus TcpStack::SendRecordZeroCopy(ConnId id, ByteSpan head, ByteSpan data, ByteSpan tail,
                                         uint64_t cookie, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) return last_send_status_ = SendStatus::kBadConn;
   if (!m.SendOpen(*c)) return last_send_status_ = SendStatus::kNotConnected;
@@ -2388,7 +2397,7 @@ size_t TcpStack::SendSpace(ConnId id) const {
 
 void TcpStack::ConsumeReceived(ConnId id, size_t bytes, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr || c->user == nullptr) return;  // closed for the user (TIME-WAIT)
   const Seq32 data_end = c->reasm->fin_delivered() ? c->reasm->rcv_nxt() - 1u : c->reasm->rcv_nxt();
@@ -2403,7 +2412,7 @@ void TcpStack::ConsumeReceived(ConnId id, size_t bytes, uint64_t now_us) {
 
 void TcpStack::DeliverPending(ConnId id, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr || c->user == nullptr) return;
   const uint32_t gen = c->generation;
@@ -2413,7 +2422,7 @@ void TcpStack::DeliverPending(ConnId id, uint64_t now_us) {
 
 void TcpStack::Shutdown(ConnId id, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr || c->fin_queued) return;
   switch (c->state) {
@@ -2431,7 +2440,7 @@ void TcpStack::Shutdown(ConnId id, uint64_t now_us) {
 
 void TcpStack::Abort(ConnId id, uint64_t now_us) {
   Impl& m = *impl_;
-  m.now_us = now_us;
+  m.SetNow(now_us);
   Impl::Conn* c = m.Get(id);
   if (c == nullptr) return;
   if (c->state != TcpState::kSynSent && c->state != TcpState::kTimeWait) m.SendRst(*c);

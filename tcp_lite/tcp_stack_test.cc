@@ -1659,3 +1659,40 @@ TEST_F(StackTest, AdoptedConnectionLoopsItsReceiveSequence) {
 
 }  // namespace
 }  // namespace iwarp::tcp
+
+namespace iwarp::tcp {
+namespace {
+
+// A user that sends from inside a callback with the time of its last poll
+// (older than the segment being handled) must not make our timestamps go
+// back: RFC 7323 5.3 has the peer discard such segments (PAWS).
+TEST_F(StackTest, TimestampsNeverGoBackWhenACallerPassesAnOlderTime) {
+  Make();
+  Accept();
+  now_ += 50'000;
+  In(peer_.Build(kFlagAck | kFlagPsh, kPeerIsn + 1, iss_ + 1, 512, Ts(200, our_tsval_),
+                 std::vector<uint8_t>(10, 1)));
+  Advance(500'000);  // the delayed ACK goes out
+  auto acks = out_.Take();
+  ASSERT_FALSE(acks.empty());
+  ASSERT_TRUE(acks.back().o.timestamps.has_value());
+  const uint32_t acked_at = acks.back().o.timestamps->ts_val;
+  // The same connection sends with a time 8 ms older than the segment's.
+  const std::vector<uint8_t> data(100, 2);
+  ASSERT_EQ(stack_->Send(conn_, ByteSpan(data), now_ - 8'000), data.size());
+  auto sent = out_.Take();
+  ASSERT_FALSE(sent.empty());
+  ASSERT_TRUE(sent.back().o.timestamps.has_value());
+  EXPECT_GE(static_cast<int32_t>(sent.back().o.timestamps->ts_val - acked_at), 0)
+      << "TSval went back from " << acked_at << " to " << sent.back().o.timestamps->ts_val;
+  // Timers given an older time do not run the clock back either.
+  stack_->RunTimers(now_ - 20'000);
+  ASSERT_EQ(stack_->Send(conn_, ByteSpan(data), now_ - 20'000), data.size());
+  auto later = out_.Take();
+  if (!later.empty() && later.back().o.timestamps.has_value()) {
+    EXPECT_GE(static_cast<int32_t>(later.back().o.timestamps->ts_val - acked_at), 0);
+  }
+}
+
+}  // namespace
+}  // namespace iwarp::tcp
