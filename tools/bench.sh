@@ -56,7 +56,10 @@
 #          Pktgen-DPDK against iwarpd over net_memif (tools/pktgen/pktgen_traffic.py;
 #          the pktgen binary at $PKTGEN or ../shared/pktgen/pktgen): ICMP echo at
 #          64..1518 B, a ladder of rates then a binary search, printing the rate
-#          offered and the highest rate held with every frame answered; a
+#          offered and the highest rate held with every frame answered, then
+#          the round trip of pktgen's latency probes through iwarpd's UDP echo
+#          (5 s each: idle, at the held rate and at half of it; min/avg/p50/
+#          p99/max); a
 #          1 GiB iWARP transfer between two daemons alone and then under pktgen's
 #          full-rate flood, printing the flood's rate, the goodput of both runs
 #          and their ratio; and FPDU streams replayed into iwarpd's test-mode QP
@@ -124,7 +127,8 @@ if [ "${1:-}" = pktgen ]; then
   if [ "$which" = all ] || [ "$which" = throughput ]; then
     python3 tools/pktgen/pktgen_traffic.py throughput --iwarpd build-release/dataplane/iwarpd \
       --iwarpctl build-release/tools/iwarpctl --sizes 64,128,256,512,1024,1280,1518 \
-      --rates 0.02,0.05,0.1,0.2,0.5,1,2,5,100 --step-ms 1000 --search 4 || st=1
+      --rates 0.02,0.05,0.1,0.2,0.5,1,2,5,100 --step-ms 1000 --search 4 \
+      --latency-ms 5000 || st=1
   fi
   if [ "$which" = all ] || [ "$which" = flood ]; then
     python3 tools/pktgen/pktgen_traffic.py flood --iwarpd build-release/dataplane/iwarpd \

@@ -10,6 +10,8 @@ tests/dataplane_integration.py and replayed by pktgen from pcap files.
 
   pktgen_traffic.py SCENARIO --iwarpd PATH --iwarpctl PATH [--pktgen PATH]
                     [--sizes 64,512,1518] [--rates 1,5,25,100] [--step-ms N]
+                    [--latency-ms N] [--latency-us N] [--idle-sleep-us N]
+                    [--pktgen-timer idle|normal]
                     [--seconds S] [--tcp-extra YAML]
                     [--markers off|on|both] [--payloads 1400,64]
                     [--faults crc,stag,to,marker] [--fault-rate PCT]
@@ -18,7 +20,10 @@ tests/dataplane_integration.py and replayed by pktgen from pcap files.
   SCENARIO:
     throughput  RFC 2544-style: ICMP echo requests of each frame size replayed
                 at a ladder of rates; the verdict is the highest rate at which
-                every frame pktgen sent came back as an echo reply.
+                every frame pktgen sent came back as an echo reply. Then
+                latency: pktgen's latency mode (timestamped UDP probes, which
+                iwarpd's udp_echo returns) idle, at that rate and at half of
+                it; min/avg/max and p50/p99 per size, every probe accounted.
     flood       an iWARP transfer between two iwarpd daemons (RDMA Write then
                 Read back, SHA-256 checked) runs once alone and once while
                 pktgen floods the responder daemon's second port at its full
@@ -270,14 +275,151 @@ def delta(a, b):
 
 # --- scenario 1: throughput -----------------------------------------------------
 
+# pktgen 23.06.1's latency probes go to UDP port 1028 (LATENCY_DPORT, set
+# whenever latency is enabled; no command changes it), so iwarpd's udp_echo
+# serves that port here.
+LAT_PORT = 1028
+LAT_FRAME = 88          # the probe's frame without the FCS: LATENCY_PKT_SIZE (72) + 16,
+                        # added when pktgen's latency sampler starts
+IDLE_FPS = 1000         # the idle phase's echo requests: one per transmit, burst 1
+
+
+class EchoDaemon(iwd.MemifDaemon):
+    """The throughput daemon with RFC 862 echo on pktgen's probe port."""
+
+    def config_text(self):
+        return super().config_text() + "udp_echo:\n  port: %d\n" % LAT_PORT
+
+
+def pktgen_timer_thread(p, timeout=30.0):
+    """pktgen's timer thread (a second thread named pktgen that spins on the
+    main lcore's CPU: stats once a second, the screen) as (pid, tid); None if
+    it did not appear within `timeout` s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and p.proc.poll() is None:
+        procs = {}
+        for pid in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    st = f.read()
+                procs[int(pid)] = (int(st[st.rindex(")") + 2:].split()[1]),
+                                   st[st.index("(") + 1:st.rindex(")")])
+            except (OSError, ValueError, IndexError):
+                continue
+        mine, grew = {p.proc.pid}, True
+        while grew:
+            more = {q for q, (pp, _) in procs.items() if pp in mine} - mine
+            mine |= more
+            grew = bool(more)
+        for pid in mine:
+            if procs.get(pid, (0, ""))[1] != "pktgen":
+                continue
+            try:
+                for tid in os.listdir("/proc/%d/task" % pid):
+                    with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                        if int(tid) != pid and f.read().strip() == "pktgen":
+                            return pid, int(tid)
+            except OSError:
+                continue
+        time.sleep(0.1)
+    return None
+
+
+def run_throughput_pktgen(p, d, sync_prefix, budget, timer_idle):
+    """Waits for "done" while answering the script's "sync TAG" lines: at
+    "start" pktgen's timer thread is put under SCHED_IDLE (`timer_idle`),
+    otherwise iwarpd's counters are read; then SYNC_PREFIX + TAG is created.
+    Returns {tag: counters}, or None when pktgen did not finish in `budget`
+    seconds."""
+    snaps = {}
+    deadline = time.time() + budget
+    while time.time() < deadline:
+        lines = p.lines()
+        for l in lines:
+            tag = l[5:]
+            if not l.startswith("sync ") or tag in snaps:
+                continue
+            if tag == "start":
+                snaps[tag] = None
+                if timer_idle:
+                    t = pktgen_timer_thread(p)
+                    if t is None:
+                        raise TestFailure("pktgen's timer thread not found")
+                    os.sched_setscheduler(t[1], os.SCHED_IDLE, os.sched_param(0))
+                    snaps[tag] = t
+            else:
+                snaps[tag] = counters(d) if tag == "ladder" else d.totals()
+            open(sync_prefix + tag, "w").close()
+        if "done" in lines:
+            return snaps
+        if p.proc.poll() is not None:
+            return snaps if "done" in p.lines() else None
+        time.sleep(0.02)
+    return None
+
+
+def read_samples(path):
+    """pktgen's latency sampler file: a "Latency" line, then one round trip
+    (ns) per line; returns them in us, sorted."""
+    try:
+        with open(path) as f:
+            return sorted(int(x) / 1000.0 for x in f.read().split()[1:])
+    except (OSError, ValueError):
+        return []
+
+
+def percentile(xs, q):
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def judge_latency(v, size, lat, snaps, samples_prefix, figures):
+    """One verdict row per latency phase of one frame size."""
+    for ph in lat:
+        name = ph["phase"]
+        a, b = snaps.get(name + ".a"), snaps.get(name + ".b")
+        tag = "%d B: latency %s" % (size, {"idle": "idle", "load": "at the held rate",
+                                          "half": "at half the held rate"}[name])
+        if a is None or b is None:
+            v.add(tag, "no counters", "the harness read iwarpd before and after", False)
+            continue
+        dd = delta(a, b)
+        echoes = dd.get("udp_echoes_out", 0)
+        udp_drops = sum(dd.get(k, 0) for k in ("drop_udp_no_service", "drop_udp_bad_checksum",
+                                               "drop_udp_truncated"))
+        unknown = dd.get("drop_ipv4_unknown_protocol", 0)
+        sent = echoes + udp_drops + unknown     # UDP datagrams that reached iwarpd
+        back = ph["num"] + ph["skipped"]        # probes pktgen saw with its magic
+        secs = ph["ms"] / 1000.0
+        ring = dd.get("drop_tx_ring_full", 0)
+        other = dd.get("drops", 0) - ring
+        mn, av, mx = ph["min_us"], ph["avg_us"], ph["max_us"]
+        xs = read_samples(samples_prefix + name)
+        f = {"size": size, "phase": name, "rate": ph["rate"],
+             "load": dd.get("icmp_echo_requests_in", 0) / secs, "sent": sent, "back": back,
+             "timed": ph["num"], "min": mn, "avg": av, "max": mx, "samples": len(xs),
+             "p50": percentile(xs, 0.5), "p99": percentile(xs, 0.99), "ring": ring}
+        figures.append(f)
+        share = 0.99 if name == "idle" else 0.0
+        ok = (sent > 0 and echoes == sent and back <= echoes and back > 0 and
+              back >= share * sent and ph["num"] > 0 and 0 < mn <= av <= mx and other == 0)
+        v.add(tag, "probes sent %d, echoed %d, back %d (%d timed); min/avg/max %.1f/%.1f/%.1f us, "
+              "p50/p99 %.1f/%.1f us; load %.0f f/s, tx_ring_full %d, other drops %d" %
+              (sent, echoes, back, ph["num"], mn, av, mx, f["p50"], f["p99"], f["load"], ring,
+               other),
+              "udp_echoes_out == probes in; back <= echoed, > 0%s; 0 < min <= avg <= max; "
+              "no drop but tx_ring_full" % (", >= 99% of sent" if share else ""), ok)
+
+
 def scenario_throughput(args, work, pktgen_bin):
     sizes = [int(s) for s in args.sizes.split(",")]
     rates = [float(r) for r in args.rates.split(",")]
     sock = os.path.join(work, "memif.sock")
-    d = iwd.MemifDaemon(args, "t", LINK_IP, "server", sock, "  []\n")
-    v = Verdict("throughput: ICMP echo through iwarpd over net_memif (pktgen %s)"
-                % os.path.basename(pktgen_bin))
+    d = EchoDaemon(args, "t", LINK_IP, "server", sock, "  []\n",
+                   idle_sleep_us=args.idle_sleep_us)
+    v = Verdict("throughput: ICMP echo through iwarpd over net_memif, latency of UDP echo "
+                "(pktgen %s)" % os.path.basename(pktgen_bin))
     table = []
+    figures = []
     version = None
     try:
         d.start()
@@ -286,20 +428,31 @@ def scenario_throughput(args, work, pktgen_bin):
             pcap = os.path.join(work, "echo_%d.pcap" % size)
             write_pcap(pcap, echo_frames(mac, size))
             p = Pktgen(pktgen_bin, work, d.ns, sock, "t%d" % size)
+            sync_prefix = os.path.join(work, "sync_t%d." % size)
             before = counters(d)
             try:
+                # pktgen's rate is percent of 100 Gbit/s for frames of size + 20
+                # bytes on the wire (preamble and gap).
+                idle_rate = IDLE_FPS * (size + 20) * 8 / 1e11 * 100
                 p.start("throughput.lua", {"RATES": rates, "STEP_MS": args.step_ms,
-                                           "SETTLE_MS": 2100, "SEARCH": args.search},
+                                           "SETTLE_MS": 2100, "SEARCH": args.search,
+                                           "LAT_MS": args.latency_ms, "LAT_US": args.latency_us,
+                                           "DRAIN_MS": 100, "IDLE_RATE": "%.6g" % idle_rate,
+                                           "DST_MAC": mac, "DST_IP": LINK_IP,
+                                           "SRC_IP": PKT_IP + "/24", "SYNC": sync_prefix,
+                                           "SAMPLES": os.path.join(work, "lat_t%d." % size)},
                         pcap=pcap)
-                budget = 30 + (len(rates) + args.search) * (args.step_ms + 2200) / 1000.0
-                done = p.wait_line("done", budget)
+                budget = 30 + (len(rates) + args.search) * (args.step_ms + 2200) / 1000.0 + \
+                    3 * (args.latency_ms + 1000) / 1000.0
+                snaps = run_throughput_pktgen(p, d, sync_prefix, budget,
+                                              args.pktgen_timer == "idle")
                 version = version or p.version()
-                if not done:
-                    raise TestFailure("pktgen (%d B) did not finish its ladder in %.0f s:\n%s" %
+                if snaps is None:
+                    raise TestFailure("pktgen (%d B) did not finish in %.0f s:\n%s" %
                                       (size, budget, p.screen_text()[-3000:]))
             finally:
                 p.stop()
-            after = counters(d)
+            after = snaps.get("ladder") or counters(d)
             dd = delta(before, after)
             steps = [parse_kv(l) for l in p.lines() if l.startswith("step ")]
             tx = sum(s["tx"] for s in steps)
@@ -335,12 +488,16 @@ def scenario_throughput(args, work, pktgen_bin):
                   "replies == requests == tx + tx_ring_full; pktgen received == tx",
                   reps == reqs and dd.get("tx_packets", 0) + ring == reps and
                   rx == dd.get("tx_packets", 0))
-        # Tried on this link: pktgen's latency mode sends timestamped UDP
-        # probes that only a reflector returns; iwarpd counts them as
-        # ipv4_unknown_protocol and pktgen reports no sample.
-        v.add("latency", "not measured",
-              "pktgen's latency mode needs its UDP probes reflected; iwarpd drops them "
-              "(ipv4_unknown_protocol)", True)
+            if args.latency_ms > 0:
+                lat = [parse_kv(l) for l in p.lines() if l.startswith("lat ")]
+                for ph in lat:
+                    for k in ("min_us", "avg_us", "max_us"):
+                        ph[k] = float(ph[k])
+                if not lat:
+                    v.add("%d B: latency" % size, "no phase reported",
+                          "pktgen's latency mode ran", False)
+                judge_latency(v, size, lat, snaps, os.path.join(work, "lat_t%d." % size),
+                              figures)
     finally:
         d.cleanup()
     log("pktgen version: %s" % version)
@@ -350,6 +507,25 @@ def scenario_throughput(args, work, pktgen_bin):
         held = best["fps"] if best else 0.0
         log("%6d  %16.0f  %16.0f  %12.1f" % (size, max([s["fps"] for s in steps] + [0]), held,
                                              held * size * 8 / 1e6))
+    if figures:
+        log("")
+        log("latency: pktgen's timestamped UDP probes (%d-byte frames, + FCS) to port %d, one "
+            "at most every %d us while the port sends, echoed by iwarpd's udp_echo; round "
+            "trip pktgen -> memif -> iwarpd -> memif -> pktgen" %
+            (LAT_FRAME, LAT_PORT, args.latency_us))
+        log("%6s  %-5s  %8s  %12s  %7s  %7s  %7s  %8s  %8s  %8s  %8s  %8s" % (
+            "size", "phase", "rate %", "load f/s", "sent", "back", "timed", "min us", "avg us",
+            "p50 us", "p99 us", "max us"))
+        for f in figures:
+            log("%6d  %-5s  %8s  %12.0f  %7d  %7d  %7d  %8.1f  %8.1f  %8.1f  %8.1f  %8.1f" % (
+                f["size"], f["phase"], f["rate"], f["load"], f["sent"], f["back"], f["timed"],
+                f["min"], f["avg"], f["p50"], f["p99"], f["max"]))
+        log("idle: %d echo requests/s of the size with a burst of 1 (pktgen sends probes only "
+            "with its port's traffic); load: the highest rate the ladder/search held with "
+            "every frame answered (100%%: as fast as net_memif takes them); half: half that "
+            "rate; sent: UDP datagrams iwarpd took in; back: probes pktgen got back (timed, "
+            "plus those it skips after a gap in the probe index); min/avg/max: pktgen's latency "
+            "record; p50/p99: its latency sampler (every timed probe)" % IDLE_FPS)
     v.print()
     return v.ok()
 
@@ -1443,6 +1619,17 @@ def main():
     ap.add_argument("--step-ms", type=int, default=1000)
     ap.add_argument("--search", type=int, default=0,
                     help="throughput: binary-search trials after the ladder")
+    ap.add_argument("--latency-ms", type=int, default=1000,
+                    help="throughput: length of each latency phase (idle, held rate, half "
+                         "of it); 0 measures no latency")
+    ap.add_argument("--latency-us", type=int, default=900,
+                    help="throughput: pktgen's latency probe interval (us)")
+    ap.add_argument("--pktgen-timer", choices=["idle", "normal"], default="idle",
+                    help="throughput: scheduling policy of pktgen's timer thread, which "
+                         "spins on the CPU of iwarpd's worker (idle: SCHED_IDLE, it runs "
+                         "when the worker sleeps)")
+    ap.add_argument("--idle-sleep-us", type=int, default=50,
+                    help="throughput: iwarpd's workers.idle_sleep_us")
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--tcp-extra", default="")
     ap.add_argument("--goodput-share", type=float, default=0.25,
