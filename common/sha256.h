@@ -1,18 +1,25 @@
-// SHA-256 (FIPS 180-4 6.2) with an incremental API.
+// SHA-256 (FIPS 180-4) with an incremental API, computed by OpenSSL's
+// libcrypto.
 //
 // Used by the TCP sink service to hash the bytes it receives so that an
 // end-to-end transfer can be checked against sha256sum on the peer, by the
-// iwarp_client service for every message of its run, and by the tests. No
-// allocation; a Sha256 object is owned by one thread.
+// iwarp_client service for every message of its run, by the NFS handle MAC,
+// and by the tests. A Sha256 object is a plain value: copying it copies the
+// running hash (the services copy one to read its digest), and no call
+// allocates (sha256_alloc_test counts libcrypto's heap as well as ours). It
+// is owned by one thread.
 //
-// Whole blocks go through the x86 SHA extensions (SHA-NI: sha256rnds2,
-// sha256msg1, sha256msg2) when the CPU has them, checked once at run time
-// (CPUID), else through the portable FIPS 180-4 code; both give the same
-// digest (sha256_test compares them on random data). The SHA-NI path hashes
-// at memory-like speed (GB/s) where the portable one manages ~200 MB/s, which
-// made the hash, not the network, the limit of the iwarp_client service.
+// libcrypto picks its block code at run time: the x86 SHA extensions where
+// the CPU has them, else AVX2/AVX/SSSE3 code. The state is libcrypto's
+// SHA256_CTX driven by SHA256_Init/Update/Final, deprecated in OpenSSL 3 in
+// favour of EVP_Digest*, because EVP frees and re-allocates its context at
+// every restart and copy (OpenSSL 3.0; tools/bench.sh sha256 counts them),
+// which the data path may not do (STYLE.md rule 13). Both run the same block
+// code at the same speed.
 #ifndef IWARPD_COMMON_SHA256_H_
 #define IWARPD_COMMON_SHA256_H_
+
+#include <openssl/sha.h>
 
 #include <array>
 #include <cstddef>
@@ -45,28 +52,13 @@ class Sha256 {
   // One-shot helper.
   static Digest Hash(ByteSpan data);
 
-  // True when this CPU hashes with the SHA extensions.
-  static bool Accelerated();
-
  private:
-  void CompressBlocks(const uint8_t* p, size_t blocks);
-
-  std::array<uint32_t, 8> h_{};
-  std::array<uint8_t, kBlockBytes> buffer_{};
-  size_t buffered_ = 0;
+  SHA256_CTX ctx_;
   uint64_t length_ = 0;
 };
 
 // Lower-case hexadecimal, as sha256sum prints it. Control path only.
 std::string ToHex(const Sha256::Digest& digest);
-
-namespace sha256_internal {
-// The two block functions, for the tests (both paths on one machine) and the
-// benchmark: `blocks` 64-byte blocks at `p` folded into `h`.
-void CompressPortable(uint32_t* h, const uint8_t* p, size_t blocks);
-// False (and `h` untouched) on a CPU without the SHA extensions.
-bool CompressShaNi(uint32_t* h, const uint8_t* p, size_t blocks);
-}  // namespace sha256_internal
 
 }  // namespace iwarp
 
