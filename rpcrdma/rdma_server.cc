@@ -234,12 +234,16 @@ void RdmaServer::Conn::OnWc(const iwarp_wc& wc) {
     if (wc.status != IWARP_WC_SUCCESS) {
       s.state = SlotState::kIdle;
       // A flushed receive is the connection ending (the peer left), not a
-      // failed one; with none of our RDMA Reads or reply Sends in flight and
-      // no call with the handler, nothing was lost: the normal end of a
-      // connection between calls, not counted as an error.
+      // failed one; with none of our RDMA Reads in flight and no call with
+      // the handler, nothing was lost: the normal end of a connection
+      // between calls, not counted as an error. A reply Send still in
+      // flight does not count: the requester closed after it had the reply
+      // (its ACK and FIN can reach us before the Send's completion does) or
+      // chose not to wait for it; a Send that really failed completes as
+      // flushed and is counted there.
       if (wc.status == IWARP_WC_WR_FLUSH_ERR) {
         const bool busy = AnyIn(SlotState::kWaitSink) || AnyIn(SlotState::kReading) ||
-                          AnyIn(SlotState::kSending) || AnyIn(SlotState::kDelivered);
+                          AnyIn(SlotState::kDelivered);
         Fail(busy ? RdmaError::kConnectionLost : RdmaError::kNone);
       } else {
         Fail(RdmaError::kRecvFailed);
@@ -642,10 +646,10 @@ RdmaError RdmaServer::LostReason(const Conn& c, const iwarp_event& ev) {
     if (c.AnyIn(Conn::SlotState::kReading)) return RdmaError::kReadChunkFailed;
     if (c.AnyIn(Conn::SlotState::kSending)) return RdmaError::kWriteFailed;
   }
-  // The client closed (graceful close, RFC 5040 5.5) with nothing of ours
-  // in flight: the normal end of a connection, not an error.
-  if (ev.type == IWARP_EVENT_DISCONNECTED && ev.reason == 0 && !c.AnyIn(Conn::SlotState::kReading) &&
-      !c.AnyIn(Conn::SlotState::kSending)) {
+  // The client closed (graceful close, RFC 5040 5.5) with no RDMA Read of
+  // ours in flight: the normal end of a connection, not an error (a reply
+  // Send in flight: see the flushed receive in Conn::OnWc).
+  if (ev.type == IWARP_EVENT_DISCONNECTED && ev.reason == 0 && !c.AnyIn(Conn::SlotState::kReading)) {
     return RdmaError::kNone;
   }
   return RdmaError::kConnectionLost;
