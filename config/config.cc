@@ -91,15 +91,15 @@ constexpr uint64_t kMaxImpairPpm = 1000000;
 constexpr uint64_t kMaxImpairDelayMs = 10000;
 constexpr uint64_t kMaxImpairReorderGap = 64;
 constexpr uint64_t kMaxImpairMinPayload = 65535;
-// tcp:
-constexpr uint64_t kMaxTcpConnections = 1 << 20;
-constexpr uint64_t kMinTcpBuffer = 4096;
-constexpr uint64_t kMaxTcpBuffer = 64u << 20;
-constexpr uint64_t kMinTcpMss = 88;   // RFC 9293 3.7.1: IPv4 minimum 576 - 40 is common; 88 keeps options room
-constexpr uint64_t kMaxTcpMss = 9560;  // kMaxMtu - 40
-constexpr uint64_t kMaxDelayedAckUs = 500000;  // RFC 1122 4.2.3.2: less than 0.5 s
-constexpr uint64_t kMinRtoUs = 1000;
-constexpr uint64_t kMaxRtoUs = 600000000;
+// tcp: the ranges are tcp_lite's table (tcp_lite/tcp_tunables.h).
+constexpr uint64_t TcpTunableHi(std::string_view key) {
+#define IWARPD_TCP_HI(kind, type, name, def, lo, hi) \
+  if (key == #name) return hi;
+  IWARPD_TCP_TUNABLES(IWARPD_TCP_HI)
+#undef IWARPD_TCP_HI
+  return 0;
+}
+static_assert(TcpTunableHi("mss") == kMaxMtu - 40, "tcp.mss must fit the largest port MTU");
 // services:
 constexpr size_t kMaxServices = 64;
 constexpr size_t kMaxServiceName = 32;
@@ -318,6 +318,11 @@ void CheckParseTerminates(const std::string& text) {
   }
 }
 
+// The YAML names of an enum, for the readers generated from a table
+// (specialised next to each names array).
+template <typename E>
+struct EnumNames;
+
 struct UintRange {
   uint64_t lo;
   uint64_t hi;
@@ -398,6 +403,35 @@ class Loader {
   Reader Bool(bool* out);
   template <typename E, size_t N>
   Reader Enum(E* out, const std::pair<absl::string_view, E> (&names)[N]);
+  // The readers of tcp_lite's tunable kinds (tcp_lite/tcp_tunables.h).
+  Reader TunableBool(bool* out, UintRange, bool) { return Bool(out); }
+  template <typename T>
+  Reader TunableUint(T* out, UintRange range, T) {
+    return Uint(out, range);
+  }
+  template <typename T>
+  Reader TunableUintOrAuto(T* out, UintRange range, T auto_value) {
+    return UintOrAuto(out, range, auto_value);
+  }
+  // 0 (the port's MTU - 40) or an integer in `range`.
+  template <typename T>
+  Reader TunableMss(T* out, UintRange range, T) {
+    return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      uint64_t x = 0;
+      if (!ReadUint(k, v, p, {0, range.hi}, &x)) return false;
+      if (x != 0 && x < range.lo) {
+        return Fail(v.Mark(), p, absl::StrCat(x, " is out of range"),
+                    absl::StrCat("allowed: 0 (port mtu - 40) or an integer from ", range.lo,
+                                 " to ", range.hi));
+      }
+      *out = static_cast<T>(x);
+      return true;
+    };
+  }
+  template <typename E>
+  Reader TunableEnum(E* out, UintRange, E) {
+    return Enum(out, EnumNames<E>::kNames);
+  }
 
   bool ReadVersion(const YAML::Node& top);
   bool ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path);
@@ -631,6 +665,14 @@ constexpr std::pair<absl::string_view, TsoMode> kTsoModeNames[] = {
     {"auto", TsoMode::kAuto}, {"on", TsoMode::kOn}, {"off", TsoMode::kOff}};
 constexpr std::pair<absl::string_view, CongestionControl> kCongestionControlNames[] = {
     {"newreno", CongestionControl::kNewReno}, {"cubic", CongestionControl::kCubic}};
+template <>
+struct EnumNames<SynCookies> {
+  static constexpr const auto& kNames = kSynCookieNames;
+};
+template <>
+struct EnumNames<CongestionControl> {
+  static constexpr const auto& kNames = kCongestionControlNames;
+};
 constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
     {"echo", ServiceType::kEcho},
     {"sink", ServiceType::kSink},
@@ -652,6 +694,26 @@ absl::string_view NameOf(E e, const std::pair<absl::string_view, E> (&names)[N])
     if (n.second == e) return n.first;
   }
   return "unknown";
+}
+
+// The printers of tcp_lite's tunable kinds (tcp_lite/tcp_tunables.h), in the
+// form the loader reads back.
+std::string FormatTunableBool(bool v, bool) { return v ? "true" : "false"; }
+template <typename T>
+std::string FormatTunableUint(T v, T) {
+  return absl::StrCat(v);
+}
+template <typename T>
+std::string FormatTunableUintOrAuto(T v, T auto_value) {
+  return v == auto_value ? std::string("auto") : absl::StrCat(v);
+}
+template <typename T>
+std::string FormatTunableMss(T v, T) {
+  return absl::StrCat(v);
+}
+template <typename E>
+std::string FormatTunableEnum(E v, E) {
+  return std::string(NameOf(v, EnumNames<E>::kNames));
 }
 
 
@@ -1123,57 +1185,12 @@ bool Loader::ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::
       return read(k, v, p);
     };
   };
-  return ReadSection(
-      key, value, path,
-      {
-          {"enabled", Bool(&t.enabled)},
-          {"max_connections", Uint(&t.max_connections, {1, kMaxTcpConnections})},
-          {"max_listeners", Uint(&t.max_listeners, {1, 1024})},
-          {"syn_backlog", marked("syn_backlog", Uint(&t.syn_backlog, {1, kMaxTcpConnections}))},
-          {"syn_cookies", Enum(&t.syn_cookies, kSynCookieNames)},
-          {"mss",
-           [this, &t](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             uint64_t x = 0;
-             if (!ReadUint(k, v, p, {0, kMaxTcpMss}, &x)) return false;
-             if (x != 0 && x < kMinTcpMss) {
-               return Fail(v.Mark(), p, absl::StrCat(x, " is out of range"),
-                           absl::StrCat("allowed: 0 (port mtu - 40) or an integer from ", kMinTcpMss,
-                                        " to ", kMaxTcpMss));
-             }
-             t.mss = static_cast<uint16_t>(x);
-             return true;
-           }},
-          {"send_buffer_bytes", Uint(&t.send_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
-          {"receive_buffer_bytes", Uint(&t.receive_buffer_bytes, {kMinTcpBuffer, kMaxTcpBuffer})},
-          {"max_zero_copy_sends", Uint(&t.max_zero_copy_sends, {1, 65536})},
-          {"max_send_records", UintOrAuto(&t.max_send_records, {1, 1 << 20}, 0u)},
-          {"max_ooo_segments", Uint(&t.max_ooo_segments, {1, 4096})},
-          // RFC 7323 2.3: shift counts above 14 are not allowed.
-          {"window_scale", UintOrAuto(&t.window_scale, {0, 14}, -1)},
-          {"sack", Bool(&t.sack)},
-          {"timestamps", Bool(&t.timestamps)},
-          {"delayed_ack_us", Uint(&t.delayed_ack_us, {0, kMaxDelayedAckUs})},
-          {"nagle", Bool(&t.nagle)},
-          {"keepalive", Bool(&t.keepalive)},
-          {"keepalive_idle_s", Uint(&t.keepalive_idle_s, {1, 86400 * 7})},
-          {"keepalive_interval_s", Uint(&t.keepalive_interval_s, {1, 86400})},
-          {"keepalive_count", Uint(&t.keepalive_count, {1, 127})},
-          {"time_wait_s", Uint(&t.time_wait_s, {0, 600})},
-          {"max_time_wait", Uint(&t.max_time_wait, {0, kMaxTcpConnections})},
-          {"rto_min_us", marked("rto_min_us", Uint(&t.rto_min_us, {kMinRtoUs, kMaxRtoUs}))},
-          {"rto_max_us", marked("rto_max_us", Uint(&t.rto_max_us, {kMinRtoUs, kMaxRtoUs}))},
-          {"rto_initial_us",
-           marked("rto_initial_us", Uint(&t.rto_initial_us, {kMinRtoUs, kMaxRtoUs}))},
-          {"max_retransmissions", Uint(&t.max_retransmissions, {1, 255})},
-          {"max_syn_retransmissions", Uint(&t.max_syn_retransmissions, {1, 255})},
-          {"congestion_control", Enum(&t.congestion_control, kCongestionControlNames)},
-          {"challenge_ack_limit", Uint(&t.challenge_ack_limit, {0, 1000000})},
-          {"ephemeral_port_min",
-           marked("ephemeral_port_min", Uint(&t.ephemeral_port_min, {1024, 65535}))},
-          {"ephemeral_port_max",
-           marked("ephemeral_port_max", Uint(&t.ephemeral_port_max, {1024, 65535}))},
-          {"timer_tick_us", Uint(&t.timer_tick_us, {10, 10000})},
-      });
+  std::vector<Field> fields = {{"enabled", Bool(&t.enabled)}};
+#define IWARPD_TCP_KEY(kind, type, name, def, lo, hi) \
+  fields.push_back({#name, marked(#name, Tunable##kind(&t.name, UintRange{lo, hi}, type(def)))});
+  IWARPD_TCP_TUNABLES(IWARPD_TCP_KEY)
+#undef IWARPD_TCP_KEY
+  return ReadSection(key, value, path, fields);
 }
 
 bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
@@ -2062,8 +2079,7 @@ std::string FormatIpv4(uint32_t a) {
 }
 
 uint32_t EffectiveMaxSendRecords(const TcpConfig& t) {
-  if (t.max_send_records != 0) return t.max_send_records;
-  return std::max<uint32_t>(1024, (t.send_buffer_bytes + 1023) / 1024);
+  return tcp::EffectiveMaxSendRecords(t.max_send_records, t.send_buffer_bytes);
 }
 
 std::string DescribeConfig(const Config& c) {
@@ -2267,34 +2283,11 @@ std::string FormatConfigYaml(const Config& c) {
                   "  wire_ack_timeout_ms: ", ai.wire_ack_timeout_ms, "\n");
   const TcpConfig& t = c.tcp;
   auto b = [](bool v) { return v ? "true" : "false"; };
-  absl::StrAppend(&out, "tcp:\n  enabled: ", b(t.enabled), "\n  max_connections: ",
-                  t.max_connections, "\n  max_listeners: ", t.max_listeners,
-                  "\n  syn_backlog: ", t.syn_backlog,
-                  "\n  syn_cookies: ", NameOf(t.syn_cookies, kSynCookieNames), "\n  mss: ", t.mss,
-                  "\n  send_buffer_bytes: ", t.send_buffer_bytes,
-                  "\n  receive_buffer_bytes: ", t.receive_buffer_bytes,
-                  "\n  max_zero_copy_sends: ", t.max_zero_copy_sends,
-                  "\n  max_send_records: ",
-                  t.max_send_records == 0 ? std::string("auto") : absl::StrCat(t.max_send_records),
-                  "\n  max_ooo_segments: ", t.max_ooo_segments, "\n");
-  absl::StrAppend(&out, "  window_scale: ",
-                  t.window_scale < 0 ? std::string("auto") : absl::StrCat(t.window_scale),
-                  "\n  sack: ", b(t.sack), "\n  timestamps: ", b(t.timestamps),
-                  "\n  delayed_ack_us: ", t.delayed_ack_us, "\n  nagle: ", b(t.nagle),
-                  "\n  keepalive: ", b(t.keepalive), "\n  keepalive_idle_s: ", t.keepalive_idle_s,
-                  "\n  keepalive_interval_s: ", t.keepalive_interval_s,
-                  "\n  keepalive_count: ", t.keepalive_count, "\n  time_wait_s: ", t.time_wait_s,
-                  "\n  max_time_wait: ", t.max_time_wait, "\n");
-  absl::StrAppend(&out, "  rto_min_us: ", t.rto_min_us, "\n  rto_max_us: ", t.rto_max_us,
-                  "\n  rto_initial_us: ", t.rto_initial_us,
-                  "\n  max_retransmissions: ", t.max_retransmissions,
-                  "\n  max_syn_retransmissions: ", t.max_syn_retransmissions,
-                  "\n  congestion_control: ",
-                  NameOf(t.congestion_control, kCongestionControlNames),
-                  "\n  challenge_ack_limit: ", t.challenge_ack_limit,
-                  "\n  ephemeral_port_min: ", t.ephemeral_port_min,
-                  "\n  ephemeral_port_max: ", t.ephemeral_port_max,
-                  "\n  timer_tick_us: ", t.timer_tick_us, "\n");
+  absl::StrAppend(&out, "tcp:\n  enabled: ", b(t.enabled), "\n");
+#define IWARPD_TCP_KEY(kind, type, name, def, lo, hi) \
+  absl::StrAppend(&out, "  " #name ": ", FormatTunable##kind(t.name, type(def)), "\n");
+  IWARPD_TCP_TUNABLES(IWARPD_TCP_KEY)
+#undef IWARPD_TCP_KEY
   out += c.services.empty() ? "services: []\n" : "services:\n";
   for (const ServiceConfig& svc : c.services) {
     out += "  - name: ";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tcp_lite/tcp_tunables.h"
 
 namespace iwarp::config {
 
@@ -228,44 +229,15 @@ struct AppInterfaceConfig {
 };
 
 // ---- TCP engine (tcp:) ------------------------------------------------------
-// Mirrors tcp_lite's TcpOptions (the data plane converts); the per-port MTU
-// gives the default MSS. Defaults are the engine's.
-enum class SynCookies { kOff, kOnPressure, kAlways };
-enum class CongestionControl { kNewReno, kCubic };
+// Every key of the section but `enabled` is a tunable of tcp_lite's table
+// (tcp_lite/tcp_tunables.h: name, type, default and range written once); the
+// loader, the printers and the copy into the engine's TcpOptions are generated
+// from it. The per-port MTU gives the default MSS.
+using SynCookies = tcp::SynCookieMode;
+using CongestionControl = tcp::CcAlgorithm;
 
-struct TcpConfig {
+struct TcpConfig : tcp::TcpTunables {
   bool enabled = true;  // false: TCP segments are dropped as ipv4_unknown_protocol
-  uint32_t max_connections = 256;  // per worker, TIME_WAIT included
-  uint32_t max_listeners = 16;     // per worker
-  uint32_t syn_backlog = 128;
-  SynCookies syn_cookies = SynCookies::kOnPressure;
-  uint16_t mss = 0;  // 0: port mtu - 40
-  uint32_t send_buffer_bytes = 256 * 1024;
-  uint32_t receive_buffer_bytes = 256 * 1024;
-  uint32_t max_zero_copy_sends = 64;
-  uint32_t max_send_records = 0;  // 0 = auto: EffectiveMaxSendRecords
-  uint32_t max_ooo_segments = 512;
-  int32_t window_scale = -1;  // -1 = auto
-  bool sack = true;
-  bool timestamps = true;
-  uint32_t delayed_ack_us = 200;
-  bool nagle = false;
-  bool keepalive = false;
-  uint32_t keepalive_idle_s = 7200;
-  uint32_t keepalive_interval_s = 75;
-  uint32_t keepalive_count = 9;
-  uint32_t time_wait_s = 60;
-  uint32_t max_time_wait = 64;
-  uint64_t rto_min_us = 200000;
-  uint64_t rto_max_us = 60000000;
-  uint64_t rto_initial_us = 1000000;
-  uint32_t max_retransmissions = 15;
-  uint32_t max_syn_retransmissions = 6;
-  CongestionControl congestion_control = CongestionControl::kCubic;
-  uint32_t challenge_ack_limit = 1000;
-  uint16_t ephemeral_port_min = 32768;
-  uint16_t ephemeral_port_max = 60999;
-  uint32_t timer_tick_us = 100;
 
   friend bool operator==(const TcpConfig&, const TcpConfig&) = default;
 };

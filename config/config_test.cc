@@ -1197,6 +1197,39 @@ TEST(ConfigIwarp, Errors) {
             "least sq_depth + rq_depth (every work request completes)");
 }
 
+// tcp_lite's table (tcp_lite/tcp_tunables.h) is the one source of the tcp:
+// keys: every entry is read with its range, printed and read back, and the
+// configuration's defaults are the engine's.
+TEST(ConfigTcp, EveryTunableOfTheEngineTableIsAKeyWithItsRange) {
+  absl::StatusOr<Config> d = LoadConfigString(kMinimal);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(static_cast<const tcp::TcpTunables&>(d->tcp), tcp::TcpTunables{});
+  std::string printed = FormatConfigYaml(*d);
+  int keys = 0;
+#define IWARPD_TCP_KEY(kind, type, name, def, lo, hi)                                          \
+  {                                                                                           \
+    ++keys;                                                                                   \
+    const std::string k = #name;                                                              \
+    EXPECT_NE(printed.find("\n  " + k + ": "), std::string::npos) << k;                       \
+    const std::string kind_name = #kind;                                                      \
+    if (kind_name != "Bool" && kind_name != "Enum") {                                         \
+      const uint64_t above = uint64_t{hi} + 1;                                                \
+      EXPECT_EQ(Error2(absl::StrCat("tcp:\n  ", k, ": ", above, "\n")),                       \
+                absl::StrCat("t.yaml:8:", 5 + k.size(), ": tcp.", k, ": ", above,             \
+                             " is out of range; allowed: ",                                   \
+                             kind_name == "UintOrAuto" ? "auto or " : "",                     \
+                             kind_name == "Mss" ? "an integer from 0 to " : "an integer from ", \
+                             kind_name == "Mss" ? "" : absl::StrCat(uint64_t{lo}, " to "),    \
+                             uint64_t{hi}));                                                  \
+    } else {                                                                                  \
+      EXPECT_NE(Error2(absl::StrCat("tcp:\n  ", k, ": 7\n")), "") << k;                       \
+    }                                                                                         \
+  }
+  IWARPD_TCP_TUNABLES(IWARPD_TCP_KEY)
+#undef IWARPD_TCP_KEY
+  EXPECT_EQ(keys, 31);
+}
+
 }  // namespace
 // iwarp_fpdu_test is refused outside a test configuration, and its keys
 // round-trip through the formatter.

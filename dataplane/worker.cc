@@ -53,52 +53,12 @@ L3Options ToL3Options(const config::Config& cfg) {
   return o;
 }
 
+// The configuration's tunables are the engine's (one table,
+// tcp_lite/tcp_tunables.h); the port adds its MTU.
 tcp::TcpOptions ToTcpOptions(const config::TcpConfig& t, uint16_t mtu) {
   tcp::TcpOptions o;
-  o.max_connections = t.max_connections;
-  o.max_listeners = t.max_listeners;
-  o.syn_backlog = t.syn_backlog;
-  switch (t.syn_cookies) {
-    case config::SynCookies::kOff:
-      o.syn_cookies = tcp::SynCookieMode::kOff;
-      break;
-    case config::SynCookies::kOnPressure:
-      o.syn_cookies = tcp::SynCookieMode::kOnPressure;
-      break;
-    case config::SynCookies::kAlways:
-      o.syn_cookies = tcp::SynCookieMode::kAlways;
-      break;
-  }
+  static_cast<tcp::TcpTunables&>(o) = t;
   o.mtu = mtu;
-  o.mss = t.mss;
-  o.send_buffer_bytes = t.send_buffer_bytes;
-  o.receive_buffer_bytes = t.receive_buffer_bytes;
-  o.max_zero_copy_sends = t.max_zero_copy_sends;
-  o.max_send_records = config::EffectiveMaxSendRecords(t);
-  o.max_ooo_segments = t.max_ooo_segments;
-  o.window_scale = t.window_scale;
-  o.sack = t.sack;
-  o.timestamps = t.timestamps;
-  o.delayed_ack_us = t.delayed_ack_us;
-  o.nagle = t.nagle;
-  o.keepalive = t.keepalive;
-  o.keepalive_idle_s = t.keepalive_idle_s;
-  o.keepalive_interval_s = t.keepalive_interval_s;
-  o.keepalive_count = t.keepalive_count;
-  o.time_wait_s = t.time_wait_s;
-  o.max_time_wait = t.max_time_wait;
-  o.rto_min_us = t.rto_min_us;
-  o.rto_max_us = t.rto_max_us;
-  o.rto_initial_us = t.rto_initial_us;
-  o.max_retransmissions = t.max_retransmissions;
-  o.max_syn_retransmissions = t.max_syn_retransmissions;
-  o.congestion_control = t.congestion_control == config::CongestionControl::kNewReno
-                             ? tcp::CcAlgorithm::kNewReno
-                             : tcp::CcAlgorithm::kCubic;
-  o.challenge_ack_limit = t.challenge_ack_limit;
-  o.ephemeral_port_min = t.ephemeral_port_min;
-  o.ephemeral_port_max = t.ephemeral_port_max;
-  o.timer_tick_us = t.timer_tick_us;
   return o;
 }
 

@@ -1996,11 +1996,13 @@ TcpStack::TcpStack(const TcpOptions& options) : options_(options) {}
 
 TcpStack::~TcpStack() = default;
 
-absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& o,
+absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& given,
                                                            std::span<const uint32_t> local_ips,
                                                            TcpOutput& output,
                                                            const IsnGenerator& isn,
                                                            uint64_t now_us) {
+  TcpOptions o = given;
+  o.max_send_records = EffectiveMaxSendRecords(o.max_send_records, o.send_buffer_bytes);
   auto bad = [](const char* field, const char* why) {
     return absl::InvalidArgumentError(absl::StrCat("tcp option ", field, ": ", why));
   };
@@ -2024,7 +2026,6 @@ absl::StatusOr<std::unique_ptr<TcpStack>> TcpStack::Create(const TcpOptions& o,
     return bad("window_scale", "too small for receive_buffer_bytes");
   }
   if (o.max_ooo_segments == 0) return bad("max_ooo_segments", "must be at least 1");
-  if (o.max_send_records == 0) return bad("max_send_records", "must be at least 1");
   if (o.timer_tick_us == 0) return bad("timer_tick_us", "must be positive");
   if (o.rto_min_us == 0 || o.rto_max_us < o.rto_min_us) return bad("rto_min_us/rto_max_us", "need 0 < min <= max");
   if (o.rto_initial_us < o.rto_min_us || o.rto_initial_us > o.rto_max_us) {

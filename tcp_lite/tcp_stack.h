@@ -55,92 +55,18 @@
 #include "tcp_lite/tcp_cc.h"
 #include "tcp_lite/tcp_isn.h"
 #include "tcp_lite/tcp_segment.h"
+#include "tcp_lite/tcp_tunables.h"
 
 namespace iwarp::tcp {
 
 // ---------------------------------------------------------------- options
 
-enum class SynCookieMode : uint8_t {
-  kOff,         // a SYN beyond the backlog is dropped (counted)
-  kOnPressure,  // stateless SYN-ACKs once the backlog is full (RFC 4987 3.6)
-  kAlways,      // every passive open goes through a cookie (tests, SYN floods)
-};
-std::string_view SynCookieModeName(SynCookieMode m);
-
-// Every tunable of the engine. Invalid combinations are rejected by
-// TcpStack::Create() with InvalidArgument naming the field.
-struct TcpOptions {
-  // Connection table: established, half-open (SYN-RECEIVED) and TIME_WAIT
-  // connections all take a slot.
-  uint32_t max_connections = 256;
-  uint32_t max_listeners = 16;
-  // Half-open passive connections held at most (RFC 4987 3.1 backlog).
-  uint32_t syn_backlog = 128;
-  SynCookieMode syn_cookies = SynCookieMode::kOnPressure;
-
+// Every tunable of the engine (tcp_tunables.h) plus the interface MTU. Invalid
+// combinations are rejected by TcpStack::Create() with InvalidArgument naming
+// the field; max_send_records 0 (auto) is resolved there.
+struct TcpOptions : TcpTunables {
   // Interface MTU; the MSS we announce is mtu - 40 unless `mss` is set.
   uint16_t mtu = 1500;
-  uint16_t mss = 0;  // 0: mtu - 40
-
-  // Per-connection buffers, allocated up front for every table slot.
-  uint32_t send_buffer_bytes = 256 * 1024;
-  uint32_t receive_buffer_bytes = 256 * 1024;
-  // Caller-owned (zero-copy) sends outstanding per connection at most.
-  uint32_t max_zero_copy_sends = 64;
-  // Record boundaries (SendRecord) remembered per connection at most.
-  uint32_t max_send_records = 1024;
-  // Out-of-order segments held per connection (the bytes live in the
-  // receive buffer).
-  uint32_t max_ooo_segments = 512;
-
-  // RFC 7323 2: our window shift; -1 picks the smallest shift whose 16-bit
-  // window covers receive_buffer_bytes.
-  int window_scale = -1;
-  bool sack = true;        // RFC 2018
-  bool timestamps = true;  // RFC 7323
-
-  // Delayed ACK (RFC 9293 3.8.6.3, RFC 5681 4.2): an ACK is sent at latest
-  // this long after the first unacknowledged segment, and at once for every
-  // second full-sized segment, out-of-order data or a filled hole. 0 acks
-  // every segment at once, or, inside BeginBurst/EndBurst, in-order data
-  // once at the burst's end. A connection whose timer fired (no reply of
-  // ours carried the ACK in time) acknowledges as with 0 until data we send
-  // within delayed_ack_us of receiving carries an ACK again (Linux's
-  // quick-ACK and ping-pong modes; counted in quick_ack_entries).
-  uint32_t delayed_ack_us = 200;
-  bool nagle = false;  // RFC 9293 3.7.4; off: small writes go out at once
-
-  // Keepalive (RFC 9293 3.8.4, RFC 1122 4.2.3.6), off by default.
-  bool keepalive = false;
-  uint32_t keepalive_idle_s = 7200;
-  uint32_t keepalive_interval_s = 75;
-  uint32_t keepalive_count = 9;
-
-  // TIME_WAIT duration (2*MSL, RFC 9293 3.3.2) and the most connections held
-  // in it; beyond that the oldest TIME_WAIT slot is reused (counted).
-  uint32_t time_wait_s = 60;
-  uint32_t max_time_wait = 64;
-
-  // RFC 6298 bounds; see RtoConfig.
-  uint64_t rto_min_us = 200'000;
-  uint64_t rto_max_us = 60'000'000;
-  uint64_t rto_initial_us = 1'000'000;
-  // Give up after this many retransmissions of one segment (RFC 1122
-  // 4.2.3.5 R2) and of a SYN (R2 for SYN).
-  uint32_t max_retransmissions = 15;
-  uint32_t max_syn_retransmissions = 6;
-
-  CcAlgorithm congestion_control = CcAlgorithm::kCubic;
-
-  // RFC 5961 7: challenge ACKs sent per second per stack, at most.
-  uint32_t challenge_ack_limit = 1000;
-
-  // Ephemeral ports for Connect() with local_port 0 (RFC 6056).
-  uint16_t ephemeral_port_min = 32768;
-  uint16_t ephemeral_port_max = 60999;
-
-  // Timer wheel tick.
-  uint32_t timer_tick_us = 100;
 };
 
 // ---------------------------------------------------------------- output
