@@ -10,11 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <set>
+#include <iterator>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
