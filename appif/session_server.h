@@ -1,9 +1,12 @@
 // The daemon side of the application interface: accepts libiwarp sessions on
-// a UNIX socket, keeps their protection domains, memory regions (STag table),
-// completion queues and queue pairs, and runs the loopback QP engine that
-// moves data between two QPs of this daemon. QPs connected to other hosts
-// are handed to a WireEngine (options.wire_engine, wire_engine.h), which
-// runs them as iWARP on a worker's TcpStack.
+// a UNIX socket, answers their control requests (proto.h), owns what each
+// session creates (protection domains, memory regions and the STag table,
+// completion queues, queue pairs, listeners) within per-session limits, and
+// routes QPs to one of two engines: QPs connected to another QP of this
+// daemon run on the loopback engine (loopback_engine.h, on this thread);
+// QPs connected to other hosts are handed through the wire client
+// (wire_client.h) to a WireEngine (options.wire_engine, wire_engine.h),
+// which runs them as iWARP on a worker's TcpStack or over SCTP.
 //
 // Thread ownership with a wire engine:
 //  - this (control) thread owns the socket, sessions, PDs, the STag table
@@ -60,10 +63,10 @@
 
 namespace iwarp::appif {
 
+class LoopbackEngine;
+class WireClient;
 class WireEngine;
 struct WireEvent;
-struct WireCommand;
-struct WireQpContext;
 
 struct SessionServerOptions {
   std::string socket_path;           // created (an old socket file is replaced)
@@ -153,14 +156,37 @@ class SessionServer {
   SessionServerStats stats() const;
   const std::string& socket_path() const { return options_.socket_path; }
 
+  // The objects a session owns; defined in session_objects.h (internal).
   struct Session;
   struct Mr;
   struct Cq;
   struct Qp;
   struct Listener;
   struct ConnRequest;
+  struct Counters;
 
  private:
+  // A request as received: the datagram, its size and the descriptors that
+  // came with it (a handler that takes descriptors owns all of them).
+  struct Request {
+    const Message& msg;
+    size_t len;
+    int* fds;
+    int nfds;
+  };
+  // One handler per command (proto.h Op), looked up by the op code. Each
+  // fills `resp` (body) and `out_fds` (sent in this order) or returns an
+  // errno, with the session's last_error where there is more to say.
+  using Handler = int (SessionServer::*)(Session* s, const Request& req, Message* resp,
+                                         UniqueFd* out_fds);
+  struct Command {
+    Op op;
+    Handler handler;
+    bool takes_fds;  // false: the descriptors are closed after the handler
+  };
+  static const Command* FindCommand(uint32_t op);  // nullptr: no such command
+  class WireHost;
+
   explicit SessionServer(SessionServerOptions options);
   absl::Status Listen();
   void AcceptSessions();
@@ -169,53 +195,33 @@ class SessionServer {
   void CloseSession(Session* s, const char* why);
   void Log(std::string_view line) const;
 
-  // Requests; each fills `resp` (body, fds) or returns an errno with text.
-  int DoOpen(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp,
-             UniqueFd* out_fd);
-  int DoRegMr(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp);
-  int DoCreateCq(Session* s, const Message& req, size_t len, int* fds, int nfds, Message* resp,
-                 UniqueFd* out_fd);
-  int DoCreateQp(Session* s, const Message& req, size_t len, Message* resp, UniqueFd* out_fds);
-  int DoConnect(Session* s, const Message& req, size_t len, Message* resp);
-  int DoAccept(Session* s, const Message& req, size_t len, Message* resp);
-  int DoReject(Session* s, const Message& req, size_t len, Message* resp);
+  int DoOpen(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoAllocPd(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoDeallocPd(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoRegMr(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoDeregMr(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoCreateCq(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoDestroyCq(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoCreateQp(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoDestroyQp(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoListen(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoUnlisten(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoConnect(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoAccept(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoReject(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoDisconnect(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+  int DoInvalidate(Session* s, const Request& req, Message* resp, UniqueFd* out_fds);
+
   void DestroyQp(Session* s, Qp* qp);
   // Takes a region out of the STag table and the counters, and out of the
   // worker's view before it is unmapped (held if the worker does not answer).
   void ReleaseMr(std::unique_ptr<Mr> mr);
   void DestroyListener(Listener* l);
-
-  // Wire engine (control side). WireCall pushes a command and waits for its
-  // acknowledgement, handling other events meanwhile; returns the worker's
-  // status or ETIMEDOUT. WirePush only queues (retrying while the ring is
-  // full). PollWire handles the events waiting in the ring.
-  // `queued` (optional): whether the command reached the worker's ring.
-  int WireCall(WireCommand* cmd, bool* queued = nullptr);
-  bool WirePush(const WireCommand& cmd);
-  uint32_t NextWireSeq();
-  // What a timed-out kDestroyQp/kDeregMr/kRegMr leaves (Zombie) waits for
-  // the worker's late kAck (ReapZombie frees it); a command that never
-  // reached the ring is sent before any newer one (FlushZombies: false
-  // while the ring stays full).
-  struct Zombie;
-  void Bury(std::unique_ptr<Zombie> z, const WireCommand& cmd, bool queued);
-  bool FlushZombies();
-  void ReapZombie(const WireEvent& ack);
-  uint32_t PollWire();
-  void HandleWireEvent(const WireEvent& ev);
+  // A connect to one of these goes to a listener of this daemon.
   bool IsLocalAddress(uint32_t ipv4) const;
-  int PrepareWire(Session* s, Qp* qp, const engine::MpaParams& mpa, Transport transport);
-  int ConnectWire(Session* s, Qp* qp, const ConnectReq& r);
-
-  // Data path.
-  uint32_t PollQp(Qp* qp);
-  bool ExecuteSqe(Qp* qp, const Sqe& sqe);  // false: retry later (CQ full)
-  void FailQps(Qp* qp, ddp::DdpError, const rdmap::TerminateCode& code, int reason);
-  void Disconnect(Qp* qp, int reason);
-  bool PostCqe(Cq* cq, const Cqe& cqe);
-  void PostEvent(Session* s, const Event& ev);
-  void WakeCq(Cq* cq);
-  void PublishWrite(Qp* qp);  // a loopback RDMA Write landed in qp
+  // Remote connection requests (WireClient::Host).
+  bool AdmitWireRequest(const WireEvent& ev);
+  void ForgetWireRequest(uint32_t engine_request_id);
   void RebuildPollList();
   // The next object id: not 0 and not the id of any live session, PD, CQ,
   // QP, listener or connection request (the counter wraps after 2^32
@@ -231,20 +237,15 @@ class SessionServer {
   uint32_t next_id_ = 1;
   std::map<int, std::unique_ptr<Session>> sessions_;  // by socket fd
   std::map<uint32_t, Listener*> listeners_;           // by id
+  // Connection requests waiting for accept/reject, loopback and remote.
   std::map<uint32_t, std::unique_ptr<ConnRequest>> requests_;
-  std::vector<Qp*> poll_list_;  // every QP; rebuilt on create/destroy
-  std::vector<Cq*> touched_cqs_;  // CQs with new entries in this poll (preallocated)
-  std::map<uint32_t, Qp*> wire_qps_;  // QPs handed to the wire engine, by id
-  uint32_t wire_seq_ = 1;
-  // Stand-in QPs answering a remote Request with a reject, until the worker
-  // hands them back; and contexts whose destroy was never acknowledged
-  // (kept, with their memory mapped, rather than freed under the worker).
-  std::map<WireQpContext*, std::unique_ptr<WireQpContext>> reject_ctxs_;
-  std::map<uint32_t, std::unique_ptr<WireQpContext>> async_destroys_;  // by seq
-  std::vector<std::unique_ptr<Zombie>> zombies_;
 
-  struct Counters;
   std::unique_ptr<Counters> counters_;
+  // The engines running the QPs: loopback pairs on this thread, and (with
+  // options.wire_engine) the control side of the worker's wire QPs.
+  std::unique_ptr<LoopbackEngine> loopback_;
+  std::unique_ptr<WireHost> wire_host_;
+  std::unique_ptr<WireClient> wire_;
 };
 
 }  // namespace iwarp::appif
