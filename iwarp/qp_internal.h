@@ -6,6 +6,9 @@
 //   qp_mpa.cc    MPA over TCP: setup (RFC 5044 7, RFC 6581), FPDU framing both ways
 //   qp_llp.cc    a message-oriented SegmentLlp (RFC 5043): session setup, segments
 // Not an API: applications and the data plane include iwarp/qp.h only.
+// Functions declared `inline` here are per-segment work defined in, and
+// called only from, the file of their section, so the compiler may inline
+// them into their callers there.
 #ifndef IWARPD_IWARP_QP_INTERNAL_H_
 #define IWARPD_IWARP_QP_INTERNAL_H_
 
@@ -232,7 +235,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // The payload of the segment at message offset `off`, `len` bytes, of the
   // current message: a slice of one SGE, or gathered into `gather` when it
   // straddles SGEs. Segments come in message order, so src_i only advances.
-  ByteSpan SourceSlice(uint32_t off, uint32_t len);
+  inline ByteSpan SourceSlice(uint32_t off, uint32_t len);
   // Queues a Terminate (RFC 5040 Terminate message on QN 2) reporting `code`;
   // `v`/`segment` (optional) supply the offending headers. Ends all work.
   void SendTerminate(const rdmap::TerminateCode& code, const rdmap::SegmentVerdict* v,
@@ -253,11 +256,11 @@ struct Qp::Impl final : public mpa::UlpduSink {
   void OnUlpdu(ByteSpan ulpdu, Seq32) override;
   // Whether `ulpdu` is an untagged RDMAP Terminate on QN 2 (RFC 5040 5.4).
   static bool IsTerminate(ByteSpan ulpdu);
-  void Place(MutableByteSpan dst, uint64_t offset, ByteSpan payload);
+  inline void Place(MutableByteSpan dst, uint64_t offset, ByteSpan payload);
   // Tagged placement of a checked segment's payload at its region offset.
   // False when the region's mapping is shorter than the STag table said
   // (our fault, never the peer's): the stream ends with a Terminate.
-  bool PlaceTagged(const rdmap::SegmentVerdict& v, ByteSpan payload, ByteSpan ulpdu);
+  inline bool PlaceTagged(const rdmap::SegmentVerdict& v, ByteSpan payload, ByteSpan ulpdu);
   // RFC 5041 5.3: untagged placement of `payload` at message offset `offset`
   // into the receive buffer `e` (the concatenation of its SGEs). Every SGE
   // touched is checked first; false (e.status set) when one fails.
@@ -294,7 +297,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // EMSS exactly. The worst-case MULPDU leaves segments short of the MSS,
   // and short segments do not trigger the receiver's every-second-segment
   // ACK (RFC 5681 4.2), which throttles the stream to the delayed-ACK timer.
-  uint32_t MarkerMulpdu() const;
+  inline uint32_t MarkerMulpdu() const;
   // RFC 6581: the responder's first FPDU must be the agreed RTR. Returns true
   // when `ulpdu` should still be processed as a normal segment.
   bool CheckRtr(ByteSpan ulpdu);
@@ -304,7 +307,7 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // (LLP layer) errors. An FPDU longer than we accept (kUlpduTooLong) has no
   // MPA code and cannot be delimited or checked: DDP Local Catastrophic
   // (RFC 5041 7.2, Layer 1 / Type 0 / Code 0), the stream being unusable.
-  void CheckDecoder();
+  inline void CheckDecoder();
   void SendRequest();
   // Buffers startup-frame bytes of `data` and decodes the frame expected in
   // this state; returns the bytes of `data` taken, *status the decoder's
@@ -317,13 +320,13 @@ struct Qp::Impl final : public mpa::UlpduSink {
   // startup frame while setup waits for it (RFC 5044 7.1), FPDUs from Full
   // Operation on (RFC 5044 4); nothing after a Terminate or failure (counted
   // as rx_bytes_discarded). Returns the bytes of `data` consumed.
-  size_t OnStream(ByteSpan data);
+  inline size_t OnStream(ByteSpan data);
   // The MPA Request or Reply: decoded, answered or checked; the bytes after
   // a Reply are the first FPDUs.
   size_t OnStartupBytes(ByteSpan data);
   // FPDUs to the decoder, which hands each ULPDU to OnUlpdu; a decoder error
   // ends the stream (CheckDecoder).
-  void FeedFpdus(ByteSpan data);
+  inline void FeedFpdus(ByteSpan data);
 
   // ---- over a SegmentLlp (qp_llp.cc)
   // The LLP session is over (ended, or refused a send for good).
