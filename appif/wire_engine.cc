@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "appif/wake_pipe.h"
-#include "tcp_lite/mpa_frame.h"
+#include "mpa/mpa_frame.h"
 
 namespace iwarp::appif {
 

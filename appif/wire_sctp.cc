@@ -11,9 +11,9 @@
 
 #include "appif/wire_engine.h"
 #include "iwarp/sctp_llp.h"
+#include "mpa/mpa_frame.h"
 #include "sctp/ddp_session.h"
 #include "sctp/endpoint.h"
-#include "tcp_lite/mpa_frame.h"
 
 namespace iwarp::appif {
 

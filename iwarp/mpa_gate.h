@@ -47,7 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/bytes.h"
-#include "tcp_lite/mpa_frame.h"
+#include "mpa/mpa_frame.h"
 #include "tcp_lite/tcp_stack.h"
 
 namespace iwarp::engine {

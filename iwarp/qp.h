@@ -87,10 +87,10 @@
 #include "ddp/segmenter.h"
 #include "ddp/stag_table.h"
 #include "iwarp/mpa_gate.h"
-#include "tcp_lite/mpa_decoder.h"
-#include "tcp_lite/mpa_error.h"
-#include "tcp_lite/mpa_fpdu.h"
-#include "tcp_lite/mpa_frame.h"
+#include "mpa/mpa_decoder.h"
+#include "mpa/mpa_error.h"
+#include "mpa/mpa_fpdu.h"
+#include "mpa/mpa_frame.h"
 #include "tcp_lite/tcp_stack.h"
 
 namespace iwarp::engine {

@@ -30,7 +30,7 @@
 #include "iwarp/qp.h"
 #include "iwarp/qp_fuzz_util.h"
 #include "iwarp/qp_test_util.h"
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_fpdu.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "ddp/rdmap.h"
 #include "iwarp/qp.h"
 #include "iwarp/qp_test_util.h"
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_fpdu.h"
 
 namespace iwarp::engine {
 namespace {

@@ -32,11 +32,11 @@
 #include <string>
 #include <vector>
 
+#include "mpa/mpa_decoder.h"
+#include "mpa/mpa_fpdu.h"
 #include "sctp/ddp_session.h"
 #include "sctp/sctp_test_link.h"
 #include "sctp/usrsctp_host.h"
-#include "tcp_lite/mpa_decoder.h"
-#include "tcp_lite/mpa_fpdu.h"
 #include "tcp_lite/tcp_stack.h"
 #include "tcp_lite/tcp_stack_test_util.h"
 

@@ -9,7 +9,7 @@
 #include "ddp/ddp_header.h"
 #include "ddp/rdmap.h"
 #include "gtest/gtest.h"
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_fpdu.h"
 #include "tcp_lite/tcp_stack_test_util.h"
 
 namespace iwarp::dataplane {

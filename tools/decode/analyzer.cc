@@ -9,12 +9,12 @@
 #include "absl/strings/str_format.h"
 #include "ddp/ddp_header.h"
 #include "ddp/rdmap.h"
+#include "mpa/mpa_decoder.h"
+#include "mpa/mpa_fpdu.h"
+#include "mpa/mpa_frame.h"
 #include "rpcrdma/header.h"
 #include "rpcrdma/validate.h"
 #include "sctp/adaptation.h"
-#include "tcp_lite/mpa_decoder.h"
-#include "tcp_lite/mpa_fpdu.h"
-#include "tcp_lite/mpa_frame.h"
 #include "tools/decode/tcp_reassembly.h"
 
 namespace iwarp::decode {

@@ -7,10 +7,10 @@
 #include "ddp/ddp_header.h"
 #include "ddp/rdmap.h"
 #include "ddp/segmenter.h"
+#include "mpa/mpa_fpdu.h"
+#include "mpa/mpa_frame.h"
 #include "rpcrdma/header.h"
 #include "sctp/adaptation.h"
-#include "tcp_lite/mpa_fpdu.h"
-#include "tcp_lite/mpa_frame.h"
 #include "tools/decode/capture.h"
 
 namespace iwarp::decode {

@@ -1,4 +1,4 @@
-#include "tcp_lite/mpa_decoder.h"
+#include "mpa/mpa_decoder.h"
 
 #include <algorithm>
 #include <cassert>

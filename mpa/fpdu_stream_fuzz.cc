@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "tcp_lite/mpa_decoder.h"
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_decoder.h"
+#include "mpa/mpa_fpdu.h"
 
 namespace {
 

@@ -25,8 +25,8 @@
 // before the handshake completes, INTEROP.md); `size` says where it ends.
 //
 // Control path code, but allocation-free and never trusting the input.
-#ifndef IWARPD_TCP_LITE_MPA_FRAME_H_
-#define IWARPD_TCP_LITE_MPA_FRAME_H_
+#ifndef IWARPD_MPA_MPA_FRAME_H_
+#define IWARPD_MPA_MPA_FRAME_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +34,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
-#include "tcp_lite/mpa_error.h"
+#include "mpa/mpa_error.h"
 
 namespace iwarp::mpa {
 
@@ -141,4 +141,4 @@ FrameResult DecodeStartupFrame(ByteSpan in, FrameType expected, StartupFrame* ou
 
 }  // namespace iwarp::mpa
 
-#endif  // IWARPD_TCP_LITE_MPA_FRAME_H_
+#endif  // IWARPD_MPA_MPA_FRAME_H_

@@ -3,8 +3,8 @@
 // These are the values MPA reports to DDP and the Consumer, and the Error Code
 // a TERMINATE carries when the error is in the LLP (MPA) layer. They go on the
 // wire: never renumber.
-#ifndef IWARPD_TCP_LITE_MPA_ERROR_H_
-#define IWARPD_TCP_LITE_MPA_ERROR_H_
+#ifndef IWARPD_MPA_MPA_ERROR_H_
+#define IWARPD_MPA_MPA_ERROR_H_
 
 #include <cstdint>
 #include <string_view>
@@ -44,4 +44,4 @@ inline std::string_view MpaErrorName(MpaError e) {
 
 }  // namespace iwarp::mpa
 
-#endif  // IWARPD_TCP_LITE_MPA_ERROR_H_
+#endif  // IWARPD_MPA_MPA_ERROR_H_

@@ -9,9 +9,9 @@
 
 #include "common/testing/alloc_counter.h"
 #include "gtest/gtest.h"
-#include "tcp_lite/mpa_decoder.h"
-#include "tcp_lite/mpa_fpdu.h"
-#include "tcp_lite/mpa_frame.h"
+#include "mpa/mpa_decoder.h"
+#include "mpa/mpa_fpdu.h"
+#include "mpa/mpa_frame.h"
 
 namespace {
 std::vector<int>* volatile g_escape = nullptr;  // keeps a new-expression from being elided

@@ -1,4 +1,4 @@
-#include "tcp_lite/mpa_frame.h"
+#include "mpa/mpa_frame.h"
 
 #include <algorithm>
 #include <cstring>

@@ -21,8 +21,8 @@
 //  - An FPDU that lies wholly inside one Feed() piece with no Marker inside
 //    it is delivered in place (the ULPDU span points into the piece); others
 //    are reassembled in the internal buffer with Markers removed.
-#ifndef IWARPD_TCP_LITE_MPA_DECODER_H_
-#define IWARPD_TCP_LITE_MPA_DECODER_H_
+#ifndef IWARPD_MPA_MPA_DECODER_H_
+#define IWARPD_MPA_MPA_DECODER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -32,8 +32,8 @@
 #include "common/bytes.h"
 #include "common/crc32c.h"
 #include "common/seq.h"
-#include "tcp_lite/mpa_error.h"
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_error.h"
+#include "mpa/mpa_fpdu.h"
 
 namespace iwarp::mpa {
 
@@ -136,4 +136,4 @@ class FpduDecoder {
 
 }  // namespace iwarp::mpa
 
-#endif  // IWARPD_TCP_LITE_MPA_DECODER_H_
+#endif  // IWARPD_MPA_MPA_DECODER_H_

@@ -11,8 +11,8 @@
 // the ULPDU_Length field. A Marker right after the CRC belongs to the next
 // FPDU. Every FPDU size is a multiple of 4, so as long as FPDUs start at
 // origin + 4k a Marker never splits the ULPDU_Length or CRC field.
-#ifndef IWARPD_TCP_LITE_MPA_FPDU_H_
-#define IWARPD_TCP_LITE_MPA_FPDU_H_
+#ifndef IWARPD_MPA_MPA_FPDU_H_
+#define IWARPD_MPA_MPA_FPDU_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -121,4 +121,4 @@ std::optional<MarkerHit> LocateFpduFromMarker(ByteSpan segment, Seq32 segment_se
 
 }  // namespace iwarp::mpa
 
-#endif  // IWARPD_TCP_LITE_MPA_FPDU_H_
+#endif  // IWARPD_MPA_MPA_FPDU_H_

@@ -1,7 +1,7 @@
 // Test-only: the annotated FPDU hex dumps of RFC 5044 section 4.4, typed in
 // octet by octet from the RFC.
-#ifndef IWARPD_TCP_LITE_MPA_TEST_VECTORS_H_
-#define IWARPD_TCP_LITE_MPA_TEST_VECTORS_H_
+#ifndef IWARPD_MPA_MPA_TEST_VECTORS_H_
+#define IWARPD_MPA_MPA_TEST_VECTORS_H_
 
 #include <cstdint>
 #include <vector>
@@ -48,4 +48,4 @@ inline std::vector<uint8_t> Rfc5044Figure6() {
 
 }  // namespace iwarp::mpa::testing
 
-#endif  // IWARPD_TCP_LITE_MPA_TEST_VECTORS_H_
+#endif  // IWARPD_MPA_MPA_TEST_VECTORS_H_

@@ -1,11 +1,11 @@
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_fpdu.h"
 
 #include <random>
 #include <vector>
 
 #include "common/crc32c.h"
 #include "gtest/gtest.h"
-#include "tcp_lite/mpa_test_vectors.h"
+#include "mpa/mpa_test_vectors.h"
 
 namespace iwarp::mpa {
 namespace {

@@ -1,14 +1,14 @@
 // Writes the seed corpora of the mpa_frame and fpdu_stream fuzz targets.
-// Usage: mpa_seed_gen SOURCE_DIR/tcp_lite/fuzz_corpus
+// Usage: mpa_seed_gen SOURCE_DIR/mpa/fuzz_corpus
 // The seeds are checked in; rerun this only when the input layouts change.
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "tcp_lite/mpa_fpdu.h"
-#include "tcp_lite/mpa_frame.h"
-#include "tcp_lite/mpa_test_vectors.h"
+#include "mpa/mpa_fpdu.h"
+#include "mpa/mpa_frame.h"
+#include "mpa/mpa_test_vectors.h"
 
 namespace iwarp::mpa {
 namespace {
@@ -147,7 +147,7 @@ int WriteSeeds(const std::string& dir) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR (tcp_lite/fuzz_corpus)\n", argv[0]);
+    std::fprintf(stderr, "usage: %s DIR (mpa/fuzz_corpus)\n", argv[0]);
     return 2;
   }
   return iwarp::mpa::WriteSeeds(argv[1]);

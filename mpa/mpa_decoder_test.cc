@@ -1,4 +1,4 @@
-#include "tcp_lite/mpa_decoder.h"
+#include "mpa/mpa_decoder.h"
 
 #include <algorithm>
 #include <random>
@@ -6,7 +6,7 @@
 
 #include "common/crc32c.h"
 #include "gtest/gtest.h"
-#include "tcp_lite/mpa_test_vectors.h"
+#include "mpa/mpa_test_vectors.h"
 
 namespace iwarp::mpa {
 namespace {

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tcp_lite/mpa_frame.h"
+#include "mpa/mpa_frame.h"
 
 namespace iwarp::mpa {
 namespace {

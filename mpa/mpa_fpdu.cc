@@ -1,4 +1,4 @@
-#include "tcp_lite/mpa_fpdu.h"
+#include "mpa/mpa_fpdu.h"
 
 #include <algorithm>
 #include <cassert>
