@@ -1,3 +1,5 @@
+// Internal to tcp_lite/: a building block of TcpStack's implementation; not API.
+//
 // TCP receive-side reassembly of out-of-order segments, with SACK and D-SACK
 // block generation (RFC 9293 3.10.7.4, RFC 2018 section 4, RFC 2883).
 //

@@ -1,3 +1,5 @@
+// Internal to tcp_lite/: a building block of TcpStack's implementation; not API.
+//
 // Retransmission timeout estimation (RFC 6298).
 //
 // Pure logic: the caller passes RTT samples in microseconds and tells the

@@ -1,4 +1,4 @@
-// Internal to tcp_lite; not API. The TcpStack implementation shared by the
+// Internal to tcp_lite/: not API. The TcpStack implementation shared by the
 // files that define it; include it from those files only (tcp_stack.h is the
 // API).
 //
