@@ -237,11 +237,8 @@ uint32_t ChecksumCopyWith(ChecksumImpl impl, uint8_t* dst, ByteSpan src, uint32_
 }
 
 std::string_view ChecksumImplName(ChecksumImpl impl) {
-  switch (impl) {
-    case ChecksumImpl::kPortable: return "portable";
-    case ChecksumImpl::kSse2: return "sse2";
-    case ChecksumImpl::kAvx2: return "avx2";
-  }
+  using Enum = ChecksumImpl;
+  switch (impl) { IWARP_CHECKSUM_IMPLS(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 
 namespace iwarp {
 
@@ -40,11 +41,12 @@ inline uint16_t InternetChecksum(ByteSpan data) {
 uint16_t ChecksumAdjust(uint16_t hc, uint16_t old_word, uint16_t new_word);
 
 // The bulk-sum implementations, for tests and benchmarks that compare them.
-enum class ChecksumImpl : uint8_t {
-  kPortable,  // 32-bit words into a 64-bit accumulator
-  kSse2,      // x86-64 baseline
-  kAvx2,      // x86-64 with AVX2 (checked at run time)
-};
+// X(enumerator, "name")
+#define IWARP_CHECKSUM_IMPLS(X)                                          \
+  X(kPortable, "portable")  /* 32-bit words into a 64-bit accumulator */ \
+  X(kSse2, "sse2")  /* x86-64 baseline */                                \
+  X(kAvx2, "avx2")  /* x86-64 with AVX2 (checked at run time) */
+enum class ChecksumImpl : uint8_t { IWARP_CHECKSUM_IMPLS(IWARP_ENUMERATOR) };
 
 std::string_view ChecksumImplName(ChecksumImpl impl);
 

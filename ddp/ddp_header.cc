@@ -3,14 +3,8 @@
 namespace iwarp::ddp {
 
 std::string_view HeaderStatusName(HeaderStatus s) {
-  switch (s) {
-    case HeaderStatus::kOk:
-      return "ok";
-    case HeaderStatus::kTruncated:
-      return "ddp_header_truncated";
-    case HeaderStatus::kBadVersion:
-      return "ddp_bad_version";
-  }
+  using Enum = HeaderStatus;
+  switch (s) { IWARP_DDP_HEADER_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

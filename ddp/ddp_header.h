@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 
 namespace iwarp::ddp {
@@ -64,11 +65,12 @@ struct DdpHeader {
   bool operator==(const DdpHeader&) const = default;
 };
 
-enum class HeaderStatus : uint8_t {
-  kOk,
-  kTruncated,   // fewer bytes than the header needs (or none at all)
-  kBadVersion,  // DV != 1 (RFC 5041 4.1); the header layout is then unknown
-};
+// X(enumerator, "name")
+#define IWARP_DDP_HEADER_STATUSES(X)                                                                 \
+  X(kOk, "ok")                                                                                       \
+  X(kTruncated, "ddp_header_truncated")  /* fewer bytes than the header needs (or none at all) */    \
+  X(kBadVersion, "ddp_bad_version")  /* DV != 1 (RFC 5041 4.1); the header layout is then unknown */
+enum class HeaderStatus : uint8_t { IWARP_DDP_HEADER_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view HeaderStatusName(HeaderStatus s);
 

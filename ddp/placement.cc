@@ -35,34 +35,8 @@ ErrorNumber ToErrorNumber(DdpError e) {
 }
 
 std::string_view DdpErrorName(DdpError e) {
-  switch (e) {
-    case DdpError::kNone:
-      return "none";
-    case DdpError::kLocalCatastrophic:
-      return "ddp_local_catastrophic";
-    case DdpError::kTaggedInvalidStag:
-      return "ddp_tagged_invalid_stag";
-    case DdpError::kTaggedBaseBounds:
-      return "ddp_tagged_base_bounds";
-    case DdpError::kTaggedStagNotAssociated:
-      return "ddp_tagged_stag_not_associated";
-    case DdpError::kTaggedToWrap:
-      return "ddp_tagged_to_wrap";
-    case DdpError::kTaggedBadVersion:
-      return "ddp_tagged_bad_version";
-    case DdpError::kUntaggedInvalidQn:
-      return "ddp_untagged_invalid_qn";
-    case DdpError::kUntaggedNoBuffer:
-      return "ddp_untagged_no_buffer";
-    case DdpError::kUntaggedMsnRange:
-      return "ddp_untagged_msn_range";
-    case DdpError::kUntaggedInvalidMo:
-      return "ddp_untagged_invalid_mo";
-    case DdpError::kUntaggedTooLong:
-      return "ddp_untagged_too_long";
-    case DdpError::kUntaggedBadVersion:
-      return "ddp_untagged_bad_version";
-  }
+  using Enum = DdpError;
+  switch (e) { IWARP_DDP_ERRORS(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

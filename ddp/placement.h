@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "common/seq.h"
 #include "ddp/ddp_header.h"
 
@@ -24,21 +25,22 @@ inline constexpr uint8_t kEtypeLlp = 0x3;  // reserved for the LLP
 
 // Every error a DDP data sink reports (RFC 5041 7.2), one enumerator per
 // (error type, error code) pair. ToErrorNumber() gives the wire values.
-enum class DdpError : uint8_t {
-  kNone,
-  kLocalCatastrophic,        // 0x0 / 0x00
-  kTaggedInvalidStag,        // 0x1 / 0x00
-  kTaggedBaseBounds,         // 0x1 / 0x01
-  kTaggedStagNotAssociated,  // 0x1 / 0x02
-  kTaggedToWrap,             // 0x1 / 0x03
-  kTaggedBadVersion,         // 0x1 / 0x04
-  kUntaggedInvalidQn,        // 0x2 / 0x01
-  kUntaggedNoBuffer,         // 0x2 / 0x02  Invalid MSN - no buffer available
-  kUntaggedMsnRange,         // 0x2 / 0x03  Invalid MSN - MSN range is not valid
-  kUntaggedInvalidMo,        // 0x2 / 0x04
-  kUntaggedTooLong,          // 0x2 / 0x05  DDP Message too long for available buffer
-  kUntaggedBadVersion,       // 0x2 / 0x06
-};
+// X(enumerator, "name")
+#define IWARP_DDP_ERRORS(X)                                                                                 \
+  X(kNone, "none")                                                                                          \
+  X(kLocalCatastrophic, "ddp_local_catastrophic")  /* 0x0 / 0x00 */                                         \
+  X(kTaggedInvalidStag, "ddp_tagged_invalid_stag")  /* 0x1 / 0x00 */                                        \
+  X(kTaggedBaseBounds, "ddp_tagged_base_bounds")  /* 0x1 / 0x01 */                                          \
+  X(kTaggedStagNotAssociated, "ddp_tagged_stag_not_associated")  /* 0x1 / 0x02 */                           \
+  X(kTaggedToWrap, "ddp_tagged_to_wrap")  /* 0x1 / 0x03 */                                                  \
+  X(kTaggedBadVersion, "ddp_tagged_bad_version")  /* 0x1 / 0x04 */                                          \
+  X(kUntaggedInvalidQn, "ddp_untagged_invalid_qn")  /* 0x2 / 0x01 */                                        \
+  X(kUntaggedNoBuffer, "ddp_untagged_no_buffer")  /* 0x2 / 0x02  Invalid MSN - no buffer available */       \
+  X(kUntaggedMsnRange, "ddp_untagged_msn_range")  /* 0x2 / 0x03  Invalid MSN - MSN range is not valid */    \
+  X(kUntaggedInvalidMo, "ddp_untagged_invalid_mo")  /* 0x2 / 0x04 */                                        \
+  X(kUntaggedTooLong, "ddp_untagged_too_long")  /* 0x2 / 0x05  DDP Message too long for available buffer */ \
+  X(kUntaggedBadVersion, "ddp_untagged_bad_version")  /* 0x2 / 0x06 */
+enum class DdpError : uint8_t { IWARP_DDP_ERRORS(IWARP_ENUMERATOR) };
 
 struct ErrorNumber {
   uint8_t etype = 0;  // 4 bits on the wire

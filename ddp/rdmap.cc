@@ -56,24 +56,8 @@ SegmentVerdict Fail(SegmentVerdict v, const TerminateCode& code) {
 }  // namespace
 
 std::string_view OpcodeName(Opcode op) {
-  switch (op) {
-    case Opcode::kRdmaWrite:
-      return "rdma_write";
-    case Opcode::kReadRequest:
-      return "read_request";
-    case Opcode::kReadResponse:
-      return "read_response";
-    case Opcode::kSend:
-      return "send";
-    case Opcode::kSendInvalidate:
-      return "send_invalidate";
-    case Opcode::kSendSe:
-      return "send_se";
-    case Opcode::kSendSeInvalidate:
-      return "send_se_invalidate";
-    case Opcode::kTerminate:
-      return "terminate";
-  }
+  using Enum = Opcode;
+  switch (op) { IWARP_RDMAP_OPCODES(IWARP_ENUM_NAME_CASE_VALUE) }
   return "reserved";
 }
 
@@ -139,16 +123,8 @@ ddp::OutboundMessage TerminateMessage(Seq32 msn, uint32_t length) {
 }
 
 std::string_view BodyStatusName(BodyStatus s) {
-  switch (s) {
-    case BodyStatus::kOk:
-      return "ok";
-    case BodyStatus::kTruncated:
-      return "rdmap_body_truncated";
-    case BodyStatus::kTrailingBytes:
-      return "rdmap_body_trailing_bytes";
-    case BodyStatus::kMalformed:
-      return "rdmap_body_malformed";
-  }
+  using Enum = BodyStatus;
+  switch (s) { IWARP_RDMAP_BODY_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

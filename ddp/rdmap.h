@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 #include "ddp/ddp_header.h"
 #include "ddp/placement.h"
@@ -27,15 +28,18 @@ inline constexpr uint8_t kCtrlRvShift = 6;
 inline constexpr uint8_t kCtrlReserved = 0x30;
 inline constexpr uint8_t kCtrlOpcodeMask = 0x0F;
 
+// X(enumerator, value, "name")
+#define IWARP_RDMAP_OPCODES(X)                    \
+  X(kRdmaWrite, 0x0, "rdma_write")                \
+  X(kReadRequest, 0x1, "read_request")            \
+  X(kReadResponse, 0x2, "read_response")          \
+  X(kSend, 0x3, "send")                           \
+  X(kSendInvalidate, 0x4, "send_invalidate")      \
+  X(kSendSe, 0x5, "send_se")                      \
+  X(kSendSeInvalidate, 0x6, "send_se_invalidate") \
+  X(kTerminate, 0x7, "terminate")
 enum class Opcode : uint8_t {
-  kRdmaWrite = 0x0,
-  kReadRequest = 0x1,
-  kReadResponse = 0x2,
-  kSend = 0x3,
-  kSendInvalidate = 0x4,
-  kSendSe = 0x5,
-  kSendSeInvalidate = 0x6,
-  kTerminate = 0x7,
+  IWARP_RDMAP_OPCODES(IWARP_ENUMERATOR_VALUE)
   // 0x8..0xF are reserved in RFC 5040 (RFC 7306 later assigns some of them;
   // this implementation does not support those extensions).
 };
@@ -89,12 +93,13 @@ ddp::OutboundMessage TerminateMessage(Seq32 msn, uint32_t length);  // payload: 
 
 // ---- Bodies ----------------------------------------------------------------
 
-enum class BodyStatus : uint8_t {
-  kOk,
-  kTruncated,      // shorter than the fields it announces
-  kTrailingBytes,  // Read Request payload longer than 28 bytes
-  kMalformed,      // self-contradictory (Terminate: M without D)
-};
+// X(enumerator, "name")
+#define IWARP_RDMAP_BODY_STATUSES(X)                                                              \
+  X(kOk, "ok")                                                                                    \
+  X(kTruncated, "rdmap_body_truncated")  /* shorter than the fields it announces */               \
+  X(kTrailingBytes, "rdmap_body_trailing_bytes")  /* Read Request payload longer than 28 bytes */ \
+  X(kMalformed, "rdmap_body_malformed")  /* self-contradictory (Terminate: M without D) */
+enum class BodyStatus : uint8_t { IWARP_RDMAP_BODY_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view BodyStatusName(BodyStatus s);
 

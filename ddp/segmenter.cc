@@ -5,14 +5,8 @@
 namespace iwarp::ddp {
 
 std::string_view SegmentStatusName(SegmentStatus s) {
-  switch (s) {
-    case SegmentStatus::kOk:
-      return "ok";
-    case SegmentStatus::kMulpduTooSmall:
-      return "mulpdu_too_small";
-    case SegmentStatus::kToWrap:
-      return "to_wrap";
-  }
+  using Enum = SegmentStatus;
+  switch (s) { IWARP_DDP_SEGMENT_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

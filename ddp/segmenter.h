@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "ddp/ddp_header.h"
 
 namespace iwarp::ddp {
@@ -38,11 +39,12 @@ struct SegmentDesc {
   bool last = false;
 };
 
-enum class SegmentStatus : uint8_t {
-  kOk,
-  kMulpduTooSmall,  // MULPDU cannot carry the header plus one payload byte
-  kToWrap,          // tagged: initial TO + length wraps 2^64 (RFC 5041 7.1)
-};
+// X(enumerator, "name")
+#define IWARP_DDP_SEGMENT_STATUSES(X)                                                                \
+  X(kOk, "ok")                                                                                       \
+  X(kMulpduTooSmall, "mulpdu_too_small")  /* MULPDU cannot carry the header plus one payload byte */ \
+  X(kToWrap, "to_wrap")  /* tagged: initial TO + length wraps 2^64 (RFC 5041 7.1) */
+enum class SegmentStatus : uint8_t { IWARP_DDP_SEGMENT_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view SegmentStatusName(SegmentStatus s);
 

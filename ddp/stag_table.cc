@@ -5,12 +5,8 @@
 namespace iwarp::ddp {
 
 std::string_view StagStatusName(StagStatus s) {
-  switch (s) {
-    case StagStatus::kOk: return "ok";
-    case StagStatus::kInvalidStag: return "invalid_stag";
-    case StagStatus::kWrongPd: return "wrong_pd";
-    case StagStatus::kNotInvalidatable: return "not_invalidatable";
-  }
+  using Enum = StagStatus;
+  switch (s) { IWARP_DDP_STAG_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/enum_names.h"
 #include "ddp/placement.h"
 
 namespace iwarp::ddp {
@@ -34,12 +35,13 @@ inline constexpr uint32_t StagIndex(uint32_t stag) { return stag >> 8; }
 inline constexpr uint8_t StagKey(uint32_t stag) { return static_cast<uint8_t>(stag & 0xFFu); }
 inline constexpr uint32_t MakeStag(uint32_t index, uint8_t key) { return (index << 8) | key; }
 
-enum class StagStatus : uint8_t {
-  kOk,
-  kInvalidStag,   // no live region under exactly this STag (RFC 5040 7.4.1 code 0x00)
-  kWrongPd,       // region belongs to another protection domain (code 0x03)
-  kNotInvalidatable,  // region may not be invalidated by the peer (code 0x09)
-};
+// X(enumerator, "name")
+#define IWARP_DDP_STAG_STATUSES(X)                                                                         \
+  X(kOk, "ok")                                                                                             \
+  X(kInvalidStag, "invalid_stag")  /* no live region under exactly this STag (RFC 5040 7.4.1 code 0x00) */ \
+  X(kWrongPd, "wrong_pd")  /* region belongs to another protection domain (code 0x03) */                   \
+  X(kNotInvalidatable, "not_invalidatable")  /* region may not be invalidated by the peer (code 0x09) */
+enum class StagStatus : uint8_t { IWARP_DDP_STAG_STATUSES(IWARP_ENUMERATOR) };
 std::string_view StagStatusName(StagStatus s);
 
 class FixedStagTable final : public StagTable {

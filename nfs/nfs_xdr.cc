@@ -93,37 +93,8 @@ std::string_view MountProcName(uint32_t proc) {
 }
 
 std::string_view NfsStat3Name(NfsStat3 s) {
-  switch (s) {
-    case NfsStat3::kOk: return "NFS3_OK";
-    case NfsStat3::kPerm: return "NFS3ERR_PERM";
-    case NfsStat3::kNoent: return "NFS3ERR_NOENT";
-    case NfsStat3::kIo: return "NFS3ERR_IO";
-    case NfsStat3::kNxio: return "NFS3ERR_NXIO";
-    case NfsStat3::kAcces: return "NFS3ERR_ACCES";
-    case NfsStat3::kExist: return "NFS3ERR_EXIST";
-    case NfsStat3::kXdev: return "NFS3ERR_XDEV";
-    case NfsStat3::kNodev: return "NFS3ERR_NODEV";
-    case NfsStat3::kNotdir: return "NFS3ERR_NOTDIR";
-    case NfsStat3::kIsdir: return "NFS3ERR_ISDIR";
-    case NfsStat3::kInval: return "NFS3ERR_INVAL";
-    case NfsStat3::kFbig: return "NFS3ERR_FBIG";
-    case NfsStat3::kNospc: return "NFS3ERR_NOSPC";
-    case NfsStat3::kRofs: return "NFS3ERR_ROFS";
-    case NfsStat3::kMlink: return "NFS3ERR_MLINK";
-    case NfsStat3::kNametoolong: return "NFS3ERR_NAMETOOLONG";
-    case NfsStat3::kNotempty: return "NFS3ERR_NOTEMPTY";
-    case NfsStat3::kDquot: return "NFS3ERR_DQUOT";
-    case NfsStat3::kStale: return "NFS3ERR_STALE";
-    case NfsStat3::kRemote: return "NFS3ERR_REMOTE";
-    case NfsStat3::kBadhandle: return "NFS3ERR_BADHANDLE";
-    case NfsStat3::kNotSync: return "NFS3ERR_NOT_SYNC";
-    case NfsStat3::kBadCookie: return "NFS3ERR_BAD_COOKIE";
-    case NfsStat3::kNotsupp: return "NFS3ERR_NOTSUPP";
-    case NfsStat3::kToosmall: return "NFS3ERR_TOOSMALL";
-    case NfsStat3::kServerfault: return "NFS3ERR_SERVERFAULT";
-    case NfsStat3::kBadtype: return "NFS3ERR_BADTYPE";
-    case NfsStat3::kJukebox: return "NFS3ERR_JUKEBOX";
-  }
+  using Enum = NfsStat3;
+  switch (s) { IWARP_NFS_STAT3(IWARP_ENUM_NAME_CASE_VALUE) }
   return "NFS3ERR_unknown";
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "rpcrdma/rpc_xdr.h"
 
 namespace iwarp::nfs {
@@ -59,23 +60,43 @@ inline constexpr size_t kMountProcCount = 6;
 std::string_view MountProcName(uint32_t proc);
 
 // RFC 1813 2.6: nfsstat3.
-enum class NfsStat3 : uint32_t {
-  kOk = 0, kPerm = 1, kNoent = 2, kIo = 5, kNxio = 6, kAcces = 13, kExist = 17, kXdev = 18,
-  kNodev = 19, kNotdir = 20, kIsdir = 21, kInval = 22, kFbig = 27, kNospc = 28, kRofs = 30,
-  kMlink = 31, kNametoolong = 63, kNotempty = 66, kDquot = 69, kStale = 70, kRemote = 71,
-  kBadhandle = 10001, kNotSync = 10002, kBadCookie = 10003, kNotsupp = 10004, kToosmall = 10005,
-  kServerfault = 10006, kBadtype = 10007, kJukebox = 10008,
-};
+// X(enumerator, value, "name")
+#define IWARP_NFS_STAT3(X)                      \
+  X(kOk, 0, "NFS3_OK")                          \
+  X(kPerm, 1, "NFS3ERR_PERM")                   \
+  X(kNoent, 2, "NFS3ERR_NOENT")                 \
+  X(kIo, 5, "NFS3ERR_IO")                       \
+  X(kNxio, 6, "NFS3ERR_NXIO")                   \
+  X(kAcces, 13, "NFS3ERR_ACCES")                \
+  X(kExist, 17, "NFS3ERR_EXIST")                \
+  X(kXdev, 18, "NFS3ERR_XDEV")                  \
+  X(kNodev, 19, "NFS3ERR_NODEV")                \
+  X(kNotdir, 20, "NFS3ERR_NOTDIR")              \
+  X(kIsdir, 21, "NFS3ERR_ISDIR")                \
+  X(kInval, 22, "NFS3ERR_INVAL")                \
+  X(kFbig, 27, "NFS3ERR_FBIG")                  \
+  X(kNospc, 28, "NFS3ERR_NOSPC")                \
+  X(kRofs, 30, "NFS3ERR_ROFS")                  \
+  X(kMlink, 31, "NFS3ERR_MLINK")                \
+  X(kNametoolong, 63, "NFS3ERR_NAMETOOLONG")    \
+  X(kNotempty, 66, "NFS3ERR_NOTEMPTY")          \
+  X(kDquot, 69, "NFS3ERR_DQUOT")                \
+  X(kStale, 70, "NFS3ERR_STALE")                \
+  X(kRemote, 71, "NFS3ERR_REMOTE")              \
+  X(kBadhandle, 10001, "NFS3ERR_BADHANDLE")     \
+  X(kNotSync, 10002, "NFS3ERR_NOT_SYNC")        \
+  X(kBadCookie, 10003, "NFS3ERR_BAD_COOKIE")    \
+  X(kNotsupp, 10004, "NFS3ERR_NOTSUPP")         \
+  X(kToosmall, 10005, "NFS3ERR_TOOSMALL")       \
+  X(kServerfault, 10006, "NFS3ERR_SERVERFAULT") \
+  X(kBadtype, 10007, "NFS3ERR_BADTYPE")         \
+  X(kJukebox, 10008, "NFS3ERR_JUKEBOX")
+enum class NfsStat3 : uint32_t { IWARP_NFS_STAT3(IWARP_ENUMERATOR_VALUE) };
 std::string_view NfsStat3Name(NfsStat3 s);
 // Every nfsstat3 value, for counters indexed by position.
-inline constexpr NfsStat3 kAllNfsStat3[] = {
-    NfsStat3::kOk, NfsStat3::kPerm, NfsStat3::kNoent, NfsStat3::kIo, NfsStat3::kNxio,
-    NfsStat3::kAcces, NfsStat3::kExist, NfsStat3::kXdev, NfsStat3::kNodev, NfsStat3::kNotdir,
-    NfsStat3::kIsdir, NfsStat3::kInval, NfsStat3::kFbig, NfsStat3::kNospc, NfsStat3::kRofs,
-    NfsStat3::kMlink, NfsStat3::kNametoolong, NfsStat3::kNotempty, NfsStat3::kDquot,
-    NfsStat3::kStale, NfsStat3::kRemote, NfsStat3::kBadhandle, NfsStat3::kNotSync,
-    NfsStat3::kBadCookie, NfsStat3::kNotsupp, NfsStat3::kToosmall, NfsStat3::kServerfault,
-    NfsStat3::kBadtype, NfsStat3::kJukebox};
+#define IWARP_NFS_STAT3_ALL(e, value, name) NfsStat3::e,
+inline constexpr NfsStat3 kAllNfsStat3[] = {IWARP_NFS_STAT3(IWARP_NFS_STAT3_ALL)};
+#undef IWARP_NFS_STAT3_ALL
 inline constexpr size_t kNfsStat3Count = std::size(kAllNfsStat3);
 size_t NfsStat3Index(NfsStat3 s);  // position in kAllNfsStat3, kNfsStat3Count if unknown
 bool IsNfsStat3(uint32_t v);

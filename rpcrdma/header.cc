@@ -77,33 +77,8 @@ HeaderError DecodeChunkLists(XdrReader& r, const Limits& limits, size_t* read_of
 }  // namespace
 
 std::string_view HeaderErrorName(HeaderError e) {
-  switch (e) {
-    case HeaderError::kOk: return "ok";
-    case HeaderError::kTruncated: return "rpcrdma_truncated";
-    case HeaderError::kBadDiscriminator: return "rpcrdma_bad_discriminator";
-    case HeaderError::kTooManyReadSegments: return "rpcrdma_too_many_read_segments";
-    case HeaderError::kTooManyWriteChunks: return "rpcrdma_too_many_write_chunks";
-    case HeaderError::kTooManyWriteSegments: return "rpcrdma_too_many_write_segments";
-    case HeaderError::kTooManyReplySegments: return "rpcrdma_too_many_reply_segments";
-    case HeaderError::kBadVersion: return "rpcrdma_bad_version";
-    case HeaderError::kUnknownProc: return "rpcrdma_unknown_proc";
-    case HeaderError::kMsgpUnsupported: return "rpcrdma_msgp_unsupported";
-    case HeaderError::kBadErrorCode: return "rpcrdma_bad_error_code";
-    case HeaderError::kShortMessage: return "rpcrdma_short_message";
-    case HeaderError::kDoneReceived: return "rpcrdma_done_received";
-    case HeaderError::kErrorReceived: return "rpcrdma_error_received";
-    case HeaderError::kReadPositionMisaligned: return "rpcrdma_read_position_misaligned";
-    case HeaderError::kPositionZeroInMsg: return "rpcrdma_position_zero_in_msg";
-    case HeaderError::kNomsgNoChunks: return "rpcrdma_nomsg_no_chunks";
-    case HeaderError::kNomsgNoCallChunk: return "rpcrdma_nomsg_no_call_chunk";
-    case HeaderError::kNomsgNoReplyChunk: return "rpcrdma_nomsg_no_reply_chunk";
-    case HeaderError::kReadChunkOverlap: return "rpcrdma_read_chunk_overlap";
-    case HeaderError::kReadPositionBeyondPayload: return "rpcrdma_read_position_beyond_payload";
-    case HeaderError::kMsgNoPayload: return "rpcrdma_msg_no_payload";
-    case HeaderError::kXidMismatch: return "rpcrdma_xid_mismatch";
-    case HeaderError::kReadListInReply: return "rpcrdma_read_list_in_reply";
-    case HeaderError::kCount: break;
-  }
+  using Enum = HeaderError;
+  switch (e) { IWARP_RPCRDMA_HEADER_ERRORS(IWARP_ENUM_NAME_CASE) case Enum::kCount: break; }
   return "invalid";
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 
 namespace iwarp::rpcrdma {
 
@@ -80,33 +81,40 @@ constexpr uint64_t MaxHeaderSize(const Limits& l) {
 // Every reason a header can be refused, by the decoder or by the requester /
 // responder checks below. The names (HeaderErrorName) are stable counter
 // names.
+// X(enumerator, "name")
+#define IWARP_RPCRDMA_HEADER_ERRORS(X)                                                                               \
+  X(kOk, "ok")                                                                                                       \
+  /* Decoder: structure (RFC 8166 4.1.2, RFC 4506). */                                                               \
+  X(kTruncated, "rpcrdma_truncated")  /* an item runs past the end of the message */                                 \
+  X(kBadDiscriminator, "rpcrdma_bad_discriminator")  /* an "is present" word is neither 0 nor 1 (RFC 4506 4.4) */    \
+  X(kTooManyReadSegments, "rpcrdma_too_many_read_segments")  /* read list longer than Limits::max_read_segments */   \
+  X(kTooManyWriteChunks, "rpcrdma_too_many_write_chunks")  /* write list longer than Limits::max_write_chunks */     \
+  /* a write chunk's count above Limits::max_segments_per_chunk */                                                   \
+  X(kTooManyWriteSegments, "rpcrdma_too_many_write_segments")                                                        \
+  /* the reply chunk's count above Limits::max_segments_per_chunk */                                                 \
+  X(kTooManyReplySegments, "rpcrdma_too_many_reply_segments")                                                        \
+  X(kBadVersion, "rpcrdma_bad_version")  /* rdma_vers != 1; only the fixed fields were decoded */                    \
+  X(kUnknownProc, "rpcrdma_unknown_proc")  /* rdma_proc outside RFC 8166 4.1.2 */                                    \
+  X(kMsgpUnsupported, "rpcrdma_msgp_unsupported")  /* RDMA_MSGP (RFC 8166 4.6.1) */                                  \
+  X(kBadErrorCode, "rpcrdma_bad_error_code")  /* RDMA_ERROR with rdma_err neither ERR_VERS nor ERR_CHUNK */          \
+  /* Receiver checks (CheckCall, CheckReply). */                                                                     \
+  X(kShortMessage, "rpcrdma_short_message")  /* shorter than kMinHeaderSize (RFC 8166 4.5) */                        \
+  X(kDoneReceived, "rpcrdma_done_received")  /* RDMA_DONE */                                                         \
+  X(kErrorReceived, "rpcrdma_error_received")  /* RDMA_ERROR received by a responder (RFC 8166 4.2.4) */             \
+  /* read Position not a multiple of 4 (RFC 8166 3.4.5) */                                                           \
+  X(kReadPositionMisaligned, "rpcrdma_read_position_misaligned")                                                     \
+  X(kPositionZeroInMsg, "rpcrdma_position_zero_in_msg")  /* Position Zero Read chunk in RDMA_MSG (RFC 8166 3.5.3) */ \
+  X(kNomsgNoChunks, "rpcrdma_nomsg_no_chunks")  /* RDMA_NOMSG with all three lists absent (RFC 8166 4.5.2) */        \
+  X(kNomsgNoCallChunk, "rpcrdma_nomsg_no_call_chunk")  /* RDMA_NOMSG call without a Position Zero Read chunk */      \
+  X(kNomsgNoReplyChunk, "rpcrdma_nomsg_no_reply_chunk")  /* RDMA_NOMSG reply without a Reply chunk */                \
+  X(kReadChunkOverlap, "rpcrdma_read_chunk_overlap")  /* read chunks overlap in the unreduced Payload stream */      \
+  /* a read chunk is reinserted past the inline payload */                                                           \
+  X(kReadPositionBeyondPayload, "rpcrdma_read_position_beyond_payload")                                              \
+  X(kMsgNoPayload, "rpcrdma_msg_no_payload")  /* RDMA_MSG with fewer than 4 payload bytes (no RPC XID) */            \
+  X(kXidMismatch, "rpcrdma_xid_mismatch")  /* rdma_xid differs from the RPC XID (RFC 8166 4.5.2) */                  \
+  X(kReadListInReply, "rpcrdma_read_list_in_reply")  /* a reply carries a read list (RFC 8166 4.3.1) */
 enum class HeaderError : uint8_t {
-  kOk,
-  // Decoder: structure (RFC 8166 4.1.2, RFC 4506).
-  kTruncated,             // an item runs past the end of the message
-  kBadDiscriminator,      // an "is present" word is neither 0 nor 1 (RFC 4506 4.4)
-  kTooManyReadSegments,   // read list longer than Limits::max_read_segments
-  kTooManyWriteChunks,    // write list longer than Limits::max_write_chunks
-  kTooManyWriteSegments,  // a write chunk's count above Limits::max_segments_per_chunk
-  kTooManyReplySegments,  // the reply chunk's count above Limits::max_segments_per_chunk
-  kBadVersion,            // rdma_vers != 1; only the fixed fields were decoded
-  kUnknownProc,           // rdma_proc outside RFC 8166 4.1.2
-  kMsgpUnsupported,       // RDMA_MSGP (RFC 8166 4.6.1)
-  kBadErrorCode,          // RDMA_ERROR with rdma_err neither ERR_VERS nor ERR_CHUNK
-  // Receiver checks (CheckCall, CheckReply).
-  kShortMessage,             // shorter than kMinHeaderSize (RFC 8166 4.5)
-  kDoneReceived,             // RDMA_DONE
-  kErrorReceived,            // RDMA_ERROR received by a responder (RFC 8166 4.2.4)
-  kReadPositionMisaligned,   // read Position not a multiple of 4 (RFC 8166 3.4.5)
-  kPositionZeroInMsg,        // Position Zero Read chunk in RDMA_MSG (RFC 8166 3.5.3)
-  kNomsgNoChunks,            // RDMA_NOMSG with all three lists absent (RFC 8166 4.5.2)
-  kNomsgNoCallChunk,         // RDMA_NOMSG call without a Position Zero Read chunk
-  kNomsgNoReplyChunk,        // RDMA_NOMSG reply without a Reply chunk
-  kReadChunkOverlap,         // read chunks overlap in the unreduced Payload stream
-  kReadPositionBeyondPayload,  // a read chunk is reinserted past the inline payload
-  kMsgNoPayload,             // RDMA_MSG with fewer than 4 payload bytes (no RPC XID)
-  kXidMismatch,              // rdma_xid differs from the RPC XID (RFC 8166 4.5.2)
-  kReadListInReply,          // a reply carries a read list (RFC 8166 4.3.1)
+  IWARP_RPCRDMA_HEADER_ERRORS(IWARP_ENUMERATOR)
   kCount
 };
 inline constexpr size_t kNumHeaderErrors = static_cast<size_t>(HeaderError::kCount);

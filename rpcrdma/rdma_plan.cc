@@ -7,30 +7,8 @@
 namespace iwarp::rpcrdma {
 
 std::string_view RdmaErrorName(RdmaError e) {
-  switch (e) {
-    case RdmaError::kNone: return "none";
-    case RdmaError::kTooManyReadChunks: return "rpcrdma_too_many_read_chunks";
-    case RdmaError::kCallTooLong: return "rpcrdma_call_too_long";
-    case RdmaError::kTooManyWriteChunks: return "rpcrdma_too_many_write_chunks_for_transport";
-    case RdmaError::kReplyTooLong: return "rpcrdma_reply_too_long";
-    case RdmaError::kWriteChunkTooSmall: return "rpcrdma_write_chunk_too_small";
-    case RdmaError::kReplyUnencodable: return "rpcrdma_reply_unencodable";
-    case RdmaError::kCreditOverrun: return "rpcrdma_credit_overrun";
-    case RdmaError::kReadChunkFailed: return "rpcrdma_read_chunk_failed";
-    case RdmaError::kWriteFailed: return "rpcrdma_write_failed";
-    case RdmaError::kSendFailed: return "rpcrdma_send_failed";
-    case RdmaError::kRecvFailed: return "rpcrdma_recv_failed";
-    case RdmaError::kConnectionLost: return "rpcrdma_connection_lost";
-    case RdmaError::kNoBuffer: return "rpcrdma_no_buffer";
-    case RdmaError::kReplyUnknownXid: return "rpcrdma_reply_unknown_xid";
-    case RdmaError::kReplyBadWriteList: return "rpcrdma_reply_bad_write_list";
-    case RdmaError::kReplyBadReplyChunk: return "rpcrdma_reply_bad_reply_chunk";
-    case RdmaError::kRdmaErrorReceived: return "rpcrdma_rdma_error_received";
-    case RdmaError::kCallTooLongForTransport: return "rpcrdma_call_too_long_for_transport";
-    case RdmaError::kReconnectFailed: return "rpcrdma_reconnect_failed";
-    case RdmaError::kCallTimeout: return "rpcrdma_call_timeout";
-    case RdmaError::kCount: break;
-  }
+  using Enum = RdmaError;
+  switch (e) { IWARP_RPCRDMA_RDMA_ERRORS(IWARP_ENUM_NAME_CASE) case Enum::kCount: break; }
   return "invalid";
 }
 

@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "rpcrdma/header.h"
 #include "rpcrdma/rpc_transport.h"
 #include "rpcrdma/validate.h"
@@ -33,33 +34,39 @@ namespace iwarp::rpcrdma {
 
 // Transport-level reasons (beyond header.h's HeaderError), each a counter
 // of RdmaCounters::errors. RdmaErrorName gives the stable counter name.
+// X(enumerator, "name")
+#define IWARP_RPCRDMA_RDMA_ERRORS(X)                                                                                \
+  X(kNone, "none")                                                                                                  \
+  /* Responder: call refused with ERR_CHUNK. */                                                                     \
+  X(kTooManyReadChunks, "rpcrdma_too_many_read_chunks")  /* more Read chunks (positions) than kMaxCallReadChunks */ \
+  X(kCallTooLong, "rpcrdma_call_too_long")  /* Read chunks longer than the responder's call buffer */               \
+  /* more Write chunks than rpc::kMaxDdpResults */                                                                  \
+  X(kTooManyWriteChunks, "rpcrdma_too_many_write_chunks_for_transport")                                             \
+  /* Responder: reply refused with ERR_CHUNK. */                                                                    \
+  X(kReplyTooLong, "rpcrdma_reply_too_long")  /* fits neither inline nor the Reply chunk */                         \
+  X(kWriteChunkTooSmall, "rpcrdma_write_chunk_too_small")  /* a DDP-eligible result longer than its Write chunk */  \
+  X(kReplyUnencodable, "rpcrdma_reply_unencodable")  /* more pieces than the reply header can describe */           \
+  /* Responder: connection ended (named reasons, RFC 8166 3.3.1 / 4.4). */                                          \
+  X(kCreditOverrun, "rpcrdma_credit_overrun")  /* more calls in progress than credits granted */                    \
+  X(kReadChunkFailed, "rpcrdma_read_chunk_failed")  /* an RDMA Read of a Read chunk failed (remote access error, ...) */ \
+  X(kWriteFailed, "rpcrdma_write_failed")  /* an RDMA Write into a Write or Reply chunk failed */                   \
+  X(kSendFailed, "rpcrdma_send_failed")  /* a Send (reply, call or error) failed */                                 \
+  X(kRecvFailed, "rpcrdma_recv_failed")  /* a receive completed in error */                                         \
+  /* disconnected / QP error with a call in progress (server; a client that leaves between calls ends normally) */  \
+  X(kConnectionLost, "rpcrdma_connection_lost")                                                                     \
+  X(kNoBuffer, "rpcrdma_no_buffer")  /* registered memory exhausted: call or reply dropped */                       \
+  /* Requester. */                                                                                                  \
+  X(kReplyUnknownXid, "rpcrdma_reply_unknown_xid")  /* a reply whose XID no outstanding call has */                 \
+  /* updated Write list longer than the offered sinks / more chunks */                                              \
+  X(kReplyBadWriteList, "rpcrdma_reply_bad_write_list")                                                             \
+  X(kReplyBadReplyChunk, "rpcrdma_reply_bad_reply_chunk")  /* updated Reply chunk longer than offered */            \
+  X(kRdmaErrorReceived, "rpcrdma_rdma_error_received")  /* RDMA_ERROR ended a call (-EPROTO) */                     \
+  /* Call(): the call cannot be conveyed (-EMSGSIZE) */                                                             \
+  X(kCallTooLongForTransport, "rpcrdma_call_too_long_for_transport")                                                \
+  X(kReconnectFailed, "rpcrdma_reconnect_failed")  /* calls failed with -ECONNRESET after the retries */            \
+  X(kCallTimeout, "rpcrdma_call_timeout")  /* a call without reply by call_timeout_ms (-ETIMEDOUT) */
 enum class RdmaError : uint8_t {
-  kNone,
-  // Responder: call refused with ERR_CHUNK.
-  kTooManyReadChunks,    // more Read chunks (positions) than kMaxCallReadChunks
-  kCallTooLong,          // Read chunks longer than the responder's call buffer
-  kTooManyWriteChunks,   // more Write chunks than rpc::kMaxDdpResults
-  // Responder: reply refused with ERR_CHUNK.
-  kReplyTooLong,         // fits neither inline nor the Reply chunk
-  kWriteChunkTooSmall,   // a DDP-eligible result longer than its Write chunk
-  kReplyUnencodable,     // more pieces than the reply header can describe
-  // Responder: connection ended (named reasons, RFC 8166 3.3.1 / 4.4).
-  kCreditOverrun,        // more calls in progress than credits granted
-  kReadChunkFailed,      // an RDMA Read of a Read chunk failed (remote access error, ...)
-  kWriteFailed,          // an RDMA Write into a Write or Reply chunk failed
-  kSendFailed,           // a Send (reply, call or error) failed
-  kRecvFailed,           // a receive completed in error
-  kConnectionLost,       // disconnected / QP error with a call in progress (server; a
-                         // client that leaves between calls ends normally)
-  kNoBuffer,             // registered memory exhausted: call or reply dropped
-  // Requester.
-  kReplyUnknownXid,      // a reply whose XID no outstanding call has
-  kReplyBadWriteList,    // updated Write list longer than the offered sinks / more chunks
-  kReplyBadReplyChunk,   // updated Reply chunk longer than offered
-  kRdmaErrorReceived,    // RDMA_ERROR ended a call (-EPROTO)
-  kCallTooLongForTransport,  // Call(): the call cannot be conveyed (-EMSGSIZE)
-  kReconnectFailed,      // calls failed with -ECONNRESET after the retries
-  kCallTimeout,          // a call without reply by call_timeout_ms (-ETIMEDOUT)
+  IWARP_RPCRDMA_RDMA_ERRORS(IWARP_ENUMERATOR)
   kCount
 };
 inline constexpr size_t kNumRdmaErrors = static_cast<size_t>(RdmaError::kCount);

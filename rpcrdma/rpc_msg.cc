@@ -54,25 +54,14 @@ bool EncodeAuthSys(const AuthSys& a, OpaqueAuth* out) {
 }
 
 std::string_view CallDecodeName(CallDecode d) {
-  switch (d) {
-    case CallDecode::kOk: return "ok";
-    case CallDecode::kUndecodable: return "undecodable";
-    case CallDecode::kNotCall: return "not_call";
-    case CallDecode::kRpcMismatch: return "rpc_mismatch";
-    case CallDecode::kBadCred: return "bad_cred";
-    case CallDecode::kBadVerf: return "bad_verf";
-  }
+  using Enum = CallDecode;
+  switch (d) { IWARP_RPC_CALL_DECODES(IWARP_ENUM_NAME_CASE) }
   return "unknown";
 }
 
 std::string_view ReplyDecodeName(ReplyDecode d) {
-  switch (d) {
-    case ReplyDecode::kOk: return "ok";
-    case ReplyDecode::kTruncated: return "truncated";
-    case ReplyDecode::kNotReply: return "not_reply";
-    case ReplyDecode::kBadStat: return "bad_stat";
-    case ReplyDecode::kBadVerf: return "bad_verf";
-  }
+  using Enum = ReplyDecode;
+  switch (d) { IWARP_RPC_REPLY_DECODES(IWARP_ENUM_NAME_CASE) }
   return "unknown";
 }
 

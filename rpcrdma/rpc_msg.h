@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "rpcrdma/rpc_xdr.h"
 
 namespace iwarp::rpc {
@@ -96,14 +97,15 @@ struct CallHeader {
   OpaqueAuth verf;
 };
 
-enum class CallDecode : uint8_t {
-  kOk,
-  kUndecodable,  // too short for xid + msg_type + rpcvers, or for the rest of the header
-  kNotCall,      // msg_type is not CALL (xid valid)
-  kRpcMismatch,  // rpcvers != 2 (xid valid; nothing after rpcvers read)
-  kBadCred,      // credential body longer than 400 (xid..proc valid)
-  kBadVerf,      // verifier body longer than 400 (xid..cred valid)
-};
+// X(enumerator, "name")
+#define IWARP_RPC_CALL_DECODES(X)                                                                             \
+  X(kOk, "ok")                                                                                                \
+  X(kUndecodable, "undecodable")  /* too short for xid + msg_type + rpcvers, or for the rest of the header */ \
+  X(kNotCall, "not_call")  /* msg_type is not CALL (xid valid) */                                             \
+  X(kRpcMismatch, "rpc_mismatch")  /* rpcvers != 2 (xid valid; nothing after rpcvers read) */                 \
+  X(kBadCred, "bad_cred")  /* credential body longer than 400 (xid..proc valid) */                            \
+  X(kBadVerf, "bad_verf")  /* verifier body longer than 400 (xid..cred valid) */
+enum class CallDecode : uint8_t { IWARP_RPC_CALL_DECODES(IWARP_ENUMERATOR) };
 std::string_view CallDecodeName(CallDecode d);
 
 // Reads a call header; on kOk the decoder is positioned on the arguments.
@@ -125,13 +127,14 @@ struct ReplyHeader {
   uint32_t mismatch_high = 0;
 };
 
-enum class ReplyDecode : uint8_t {
-  kOk,
-  kTruncated,
-  kNotReply,   // msg_type is not REPLY
-  kBadStat,    // reply_stat / accept_stat / reject_stat / auth_stat out of range
-  kBadVerf,    // verifier body longer than 400
-};
+// X(enumerator, "name")
+#define IWARP_RPC_REPLY_DECODES(X)                                                               \
+  X(kOk, "ok")                                                                                   \
+  X(kTruncated, "truncated")                                                                     \
+  X(kNotReply, "not_reply")  /* msg_type is not REPLY */                                         \
+  X(kBadStat, "bad_stat")  /* reply_stat / accept_stat / reject_stat / auth_stat out of range */ \
+  X(kBadVerf, "bad_verf")  /* verifier body longer than 400 */
+enum class ReplyDecode : uint8_t { IWARP_RPC_REPLY_DECODES(IWARP_ENUMERATOR) };
 std::string_view ReplyDecodeName(ReplyDecode d);
 
 // Reads a reply header; on kOk with an accepted SUCCESS the decoder is

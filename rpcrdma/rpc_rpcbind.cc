@@ -15,11 +15,8 @@
 namespace iwarp::rpc {
 
 std::string_view RpcbindResultName(RpcbindResult r) {
-  switch (r) {
-    case RpcbindResult::kDone: return "done";
-    case RpcbindResult::kNotRunning: return "not_running";
-    case RpcbindResult::kRefused: return "refused";
-  }
+  using Enum = RpcbindResult;
+  switch (r) { IWARP_RPCBIND_RESULTS(IWARP_ENUM_NAME_CASE) }
   return "unknown";
 }
 

@@ -8,13 +8,16 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace iwarp::rpc {
 
-enum class RpcbindResult : uint8_t {
-  kDone,        // rpcbind accepted the (un)registration
-  kNotRunning,  // no rpcbind on this host (noted on stderr)
-  kRefused,     // rpcbind answered no (e.g. another owner holds the mapping)
-};
+// X(enumerator, "name")
+#define IWARP_RPCBIND_RESULTS(X)                                                           \
+  X(kDone, "done")  /* rpcbind accepted the (un)registration */                            \
+  X(kNotRunning, "not_running")  /* no rpcbind on this host (noted on stderr) */           \
+  X(kRefused, "refused")  /* rpcbind answered no (e.g. another owner holds the mapping) */
+enum class RpcbindResult : uint8_t { IWARP_RPCBIND_RESULTS(IWARP_ENUMERATOR) };
 std::string_view RpcbindResultName(RpcbindResult r);
 
 // True if a local rpcbind answers: its AF_LOCAL socket (/run/rpcbind.sock)

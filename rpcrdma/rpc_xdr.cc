@@ -6,16 +6,8 @@
 namespace iwarp::rpc {
 
 std::string_view XdrErrorName(XdrError e) {
-  switch (e) {
-    case XdrError::kOk: return "ok";
-    case XdrError::kTruncated: return "truncated";
-    case XdrError::kBadBool: return "bad_bool";
-    case XdrError::kTooLong: return "too_long";
-    case XdrError::kNoScratch: return "no_scratch";
-    case XdrError::kDdpMismatch: return "ddp_mismatch";
-    case XdrError::kOverflow: return "overflow";
-    case XdrError::kMisaligned: return "misaligned";
-  }
+  using Enum = XdrError;
+  switch (e) { IWARP_XDR_ERRORS(IWARP_ENUM_NAME_CASE) }
   return "unknown";
 }
 

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "rpcrdma/rpc_transport.h"
 #include "rpcrdma/xdr.h"
 
@@ -29,16 +30,17 @@ namespace iwarp::rpc {
 using rpcrdma::XdrPadding;
 using rpcrdma::XdrRoundUp;
 
-enum class XdrError : uint8_t {
-  kOk,
-  kTruncated,    // an item ran past the end of the message
-  kBadBool,      // RFC 4506 4.4: a boolean / "is present" word not 0 or 1
-  kTooLong,      // a variable-length item's length word exceeds the caller's maximum
-  kNoScratch,    // an opaque spans pieces and the caller gave no (large enough) scratch
-  kDdpMismatch,  // a DDP result's inline length word differs from the placed length
-  kOverflow,     // encoder: the caller buffer or the piece list is full
-  kMisaligned,   // encoder: a DDP body requested where the stream is not 4-aligned
-};
+// X(enumerator, "name")
+#define IWARP_XDR_ERRORS(X)                                                                               \
+  X(kOk, "ok")                                                                                            \
+  X(kTruncated, "truncated")  /* an item ran past the end of the message */                               \
+  X(kBadBool, "bad_bool")  /* RFC 4506 4.4: a boolean / "is present" word not 0 or 1 */                   \
+  X(kTooLong, "too_long")  /* a variable-length item's length word exceeds the caller's maximum */        \
+  X(kNoScratch, "no_scratch")  /* an opaque spans pieces and the caller gave no (large enough) scratch */ \
+  X(kDdpMismatch, "ddp_mismatch")  /* a DDP result's inline length word differs from the placed length */ \
+  X(kOverflow, "overflow")  /* encoder: the caller buffer or the piece list is full */                    \
+  X(kMisaligned, "misaligned")  /* encoder: a DDP body requested where the stream is not 4-aligned */
+enum class XdrError : uint8_t { IWARP_XDR_ERRORS(IWARP_ENUMERATOR) };
 
 std::string_view XdrErrorName(XdrError e);
 

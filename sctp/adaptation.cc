@@ -29,30 +29,8 @@ AdaptStatus CheckPrivateData(FunctionCode f, size_t pd_len) {
 }  // namespace
 
 std::string_view AdaptStatusName(AdaptStatus s) {
-  switch (s) {
-    case AdaptStatus::kOk:
-      return "ok";
-    case AdaptStatus::kTruncated:
-      return "sctp_ddp_truncated";
-    case AdaptStatus::kEmptySegment:
-      return "sctp_ddp_empty_segment";
-    case AdaptStatus::kSegmentTooLarge:
-      return "sctp_ddp_segment_too_large";
-    case AdaptStatus::kUnknownFunctionCode:
-      return "sctp_ddp_unknown_function";
-    case AdaptStatus::kPrivateDataTooLong:
-      return "sctp_ddp_private_data_too_long";
-    case AdaptStatus::kPrivateDataNotAllowed:
-      return "sctp_ddp_private_data_not_allowed";
-    case AdaptStatus::kBadParameterType:
-      return "sctp_ddp_bad_param_type";
-    case AdaptStatus::kBadParameterLength:
-      return "sctp_ddp_bad_param_length";
-    case AdaptStatus::kOutputTooSmall:
-      return "sctp_ddp_output_too_small";
-    case AdaptStatus::kIllegalSequence:
-      return "sctp_ddp_illegal_sequence";
-  }
+  using Enum = AdaptStatus;
+  switch (s) { IWARP_SCTP_ADAPT_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

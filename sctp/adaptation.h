@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 
 namespace iwarp::sctp {
@@ -33,19 +34,20 @@ inline constexpr size_t kMaxPrivateData = 512;        // RFC 5043 5.2.3
 // RFC 5043 9: the maximum DDP segment size is never below 516 bytes.
 inline constexpr uint32_t kMinMaxDdpSegmentSize = 516;
 
-enum class AdaptStatus : uint8_t {
-  kOk,
-  kTruncated,              // fewer bytes than the fixed fields need
-  kEmptySegment,           // a DDP Segment chunk with no DDP segment after the DDP-SSN
-  kSegmentTooLarge,        // RFC 5043 9: larger than the advertised maximum
-  kUnknownFunctionCode,    // RFC 5043 5.2.3: not 1..4
-  kPrivateDataTooLong,     // RFC 5043 5.2.3: more than 512 bytes
-  kPrivateDataNotAllowed,  // RFC 5043 5.2.3: Terminate carries none
-  kBadParameterType,       // not 0xC006
-  kBadParameterLength,     // Adaptation Indication parameter length != 8
-  kOutputTooSmall,         // encode: the output buffer is too short
-  kIllegalSequence,        // RFC 5043 6.1: the session must be terminated
-};
+// X(enumerator, "name")
+#define IWARP_SCTP_ADAPT_STATUSES(X)                                                                           \
+  X(kOk, "ok")                                                                                                 \
+  X(kTruncated, "sctp_ddp_truncated")  /* fewer bytes than the fixed fields need */                            \
+  X(kEmptySegment, "sctp_ddp_empty_segment")  /* a DDP Segment chunk with no DDP segment after the DDP-SSN */  \
+  X(kSegmentTooLarge, "sctp_ddp_segment_too_large")  /* RFC 5043 9: larger than the advertised maximum */      \
+  X(kUnknownFunctionCode, "sctp_ddp_unknown_function")  /* RFC 5043 5.2.3: not 1..4 */                         \
+  X(kPrivateDataTooLong, "sctp_ddp_private_data_too_long")  /* RFC 5043 5.2.3: more than 512 bytes */          \
+  X(kPrivateDataNotAllowed, "sctp_ddp_private_data_not_allowed")  /* RFC 5043 5.2.3: Terminate carries none */ \
+  X(kBadParameterType, "sctp_ddp_bad_param_type")  /* not 0xC006 */                                            \
+  X(kBadParameterLength, "sctp_ddp_bad_param_length")  /* Adaptation Indication parameter length != 8 */       \
+  X(kOutputTooSmall, "sctp_ddp_output_too_small")  /* encode: the output buffer is too short */                \
+  X(kIllegalSequence, "sctp_ddp_illegal_sequence")  /* RFC 5043 6.1: the session must be terminated */
+enum class AdaptStatus : uint8_t { IWARP_SCTP_ADAPT_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view AdaptStatusName(AdaptStatus s);
 

@@ -24,48 +24,14 @@ ChunkKind KindOf(FunctionCode f) {
 }  // namespace
 
 std::string_view StreamEndName(StreamEnd e) {
-  switch (e) {
-    case StreamEnd::kPeerTerminate:
-      return "peer_terminate";
-    case StreamEnd::kPeerRefused:
-      return "peer_refused";
-    case StreamEnd::kClosed:
-      return "closed";
-    case StreamEnd::kIllegalSequence:
-      return "illegal_sequence";
-    case StreamEnd::kBadSsn:
-      return "bad_ssn";
-    case StreamEnd::kReorderFull:
-      return "reorder_full";
-    case StreamEnd::kMalformed:
-      return "malformed";
-    case StreamEnd::kAssociationDown:
-      return "association_down";
-    case StreamEnd::kCount:
-      break;
-  }
+  using Enum = StreamEnd;
+  switch (e) { IWARP_SCTP_STREAM_ENDS(IWARP_ENUM_NAME_CASE) case Enum::kCount: break; }
   return "invalid";
 }
 
 std::string_view SendResultName(SendResult r) {
-  switch (r) {
-    case SendResult::kOk:
-      return "ok";
-    case SendResult::kWouldBlock:
-      return "would_block";
-    case SendResult::kNotUp:
-      return "not_up";
-    case SendResult::kBadStream:
-      return "bad_stream";
-    case SendResult::kWrongState:
-      return "wrong_state";
-    case SendResult::kTooLarge:
-      return "too_large";
-    case SendResult::kEmpty:
-      return "empty";
-    case SendResult::kError:
-      return "error";
-  }
+  using Enum = SendResult;
+  switch (r) { IWARP_SCTP_SEND_RESULTS(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

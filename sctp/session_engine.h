@@ -30,21 +30,25 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 #include "sctp/adaptation.h"
 
 namespace iwarp::sctp {
 
 // Why a DDP stream session ended (event argument).
+// X(enumerator, "name")
+#define IWARP_SCTP_STREAM_ENDS(X)                                                                    \
+  X(kPeerTerminate, "peer_terminate")  /* peer's Terminate in a session (6.2); ours answers it */    \
+  X(kPeerRefused, "peer_refused")  /* Terminate answering our Initiate (6.4: peer over its limit) */ \
+  X(kClosed, "closed")  /* our Terminate answered by the peer's: stream idle again */                \
+  X(kIllegalSequence, "illegal_sequence")  /* 6.1: chunk outside the legal patterns */               \
+  X(kBadSsn, "bad_ssn")  /* 10: DDP-SSN behind, duplicate, or beyond the window */                   \
+  X(kReorderFull, "reorder_full")  /* no room left to hold an out-of-order chunk */                  \
+  X(kMalformed, "malformed")  /* 5.2.3 / 9: bad control message, empty or oversize segment */        \
+  X(kAssociationDown, "association_down")  /* 11.3: the SCTP association ended */
 enum class StreamEnd : uint8_t {
-  kPeerTerminate,    // peer's Terminate in a session (6.2); ours answers it
-  kPeerRefused,      // Terminate answering our Initiate (6.4: peer over its limit)
-  kClosed,           // our Terminate answered by the peer's: stream idle again
-  kIllegalSequence,  // 6.1: chunk outside the legal patterns
-  kBadSsn,           // 10: DDP-SSN behind, duplicate, or beyond the window
-  kReorderFull,      // no room left to hold an out-of-order chunk
-  kMalformed,        // 5.2.3 / 9: bad control message, empty or oversize segment
-  kAssociationDown,  // 11.3: the SCTP association ended
+  IWARP_SCTP_STREAM_ENDS(IWARP_ENUMERATOR)
   kCount
 };
 std::string_view StreamEndName(StreamEnd e);
@@ -74,16 +78,17 @@ class DdpLlpEvents {
   virtual void OnSegment(uint16_t /*stream*/, ByteSpan /*ddp_segment*/) {}
 };
 
-enum class SendResult : uint8_t {
-  kOk,
-  kWouldBlock,  // SCTP send buffer full: retry later
-  kNotUp,       // association not up for DDP
-  kBadStream,   // stream number >= streams
-  kWrongState,  // the session on that stream does not allow this now
-  kTooLarge,    // segment larger than mulpdu, or private data > 512 bytes
-  kEmpty,       // a DDP segment of zero bytes
-  kError,       // the SCTP stack refused the send for another reason
-};
+// X(enumerator, "name")
+#define IWARP_SCTP_SEND_RESULTS(X)                                                         \
+  X(kOk, "ok")                                                                             \
+  X(kWouldBlock, "would_block")  /* SCTP send buffer full: retry later */                  \
+  X(kNotUp, "not_up")  /* association not up for DDP */                                    \
+  X(kBadStream, "bad_stream")  /* stream number >= streams */                              \
+  X(kWrongState, "wrong_state")  /* the session on that stream does not allow this now */  \
+  X(kTooLarge, "too_large")  /* segment larger than mulpdu, or private data > 512 bytes */ \
+  X(kEmpty, "empty")  /* a DDP segment of zero bytes */                                    \
+  X(kError, "error")  /* the SCTP stack refused the send for another reason */
+enum class SendResult : uint8_t { IWARP_SCTP_SEND_RESULTS(IWARP_ENUMERATOR) };
 std::string_view SendResultName(SendResult r);
 
 // Where the engine sends chunks: `user_data` starts with the DDP-SSN. The

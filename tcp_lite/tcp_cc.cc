@@ -25,24 +25,14 @@ uint64_t CubeRoot(Uint128 v) {
 }  // namespace
 
 std::string_view CcAlgorithmName(CcAlgorithm a) {
-  switch (a) {
-    case CcAlgorithm::kNewReno:
-      return "newreno";
-    case CcAlgorithm::kCubic:
-      return "cubic";
-  }
+  using Enum = CcAlgorithm;
+  switch (a) { IWARP_TCP_CC_ALGORITHMS(IWARP_ENUM_NAME_CASE) }
   return "unknown";
 }
 
 std::string_view CcActionName(CcAction a) {
-  switch (a) {
-    case CcAction::kNone:
-      return "none";
-    case CcAction::kFastRetransmit:
-      return "fast_retransmit";
-    case CcAction::kRetransmitNext:
-      return "retransmit_next";
-  }
+  using Enum = CcAction;
+  switch (a) { IWARP_TCP_CC_ACTIONS(IWARP_ENUM_NAME_CASE) }
   return "unknown";
 }
 

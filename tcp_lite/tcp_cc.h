@@ -26,6 +26,7 @@
 #include <string_view>
 #include <variant>
 
+#include "common/enum_names.h"
 #include "common/seq.h"
 
 namespace iwarp::tcp {
@@ -37,20 +38,25 @@ inline constexpr uint32_t kInitialSsthresh = UINT32_MAX;
 inline constexpr uint32_t kMaxMss = 65535;
 inline constexpr uint64_t kNoRttSample = UINT64_MAX;
 
-enum class CcAlgorithm : uint8_t { kNewReno, kCubic };
+// X(enumerator, "name")
+#define IWARP_TCP_CC_ALGORITHMS(X) \
+  X(kNewReno, "newreno")         \
+  X(kCubic, "cubic")
+enum class CcAlgorithm : uint8_t { IWARP_TCP_CC_ALGORITHMS(IWARP_ENUMERATOR) };
 std::string_view CcAlgorithmName(CcAlgorithm a);
 
 // What the sender must do after an ACK event, beyond sending what cwnd allows.
-enum class CcAction : uint8_t {
-  kNone,
-  // Third duplicate ACK: retransmit the segment at SND.UNA now
-  // (RFC 5681 3.2 step 2, RFC 6582 3.2 step 2).
-  kFastRetransmit,
-  // Partial ACK in fast recovery: retransmit the first unacknowledged segment
-  // and, on the first partial ACK, restart the retransmission timer
-  // (RFC 6582 3.2 step 3).
-  kRetransmitNext,
-};
+// X(enumerator, "name")
+#define IWARP_TCP_CC_ACTIONS(X)                                                   \
+  X(kNone, "none")                                                                \
+  /* Third duplicate ACK: retransmit the segment at SND.UNA now */                \
+  /* (RFC 5681 3.2 step 2, RFC 6582 3.2 step 2). */                               \
+  X(kFastRetransmit, "fast_retransmit")                                           \
+  /* Partial ACK in fast recovery: retransmit the first unacknowledged segment */ \
+  /* and, on the first partial ACK, restart the retransmission timer */           \
+  /* (RFC 6582 3.2 step 3). */                                                    \
+  X(kRetransmitNext, "retransmit_next")
+enum class CcAction : uint8_t { IWARP_TCP_CC_ACTIONS(IWARP_ENUMERATOR) };
 std::string_view CcActionName(CcAction a);
 
 // An ACK that advanced SND.UNA.

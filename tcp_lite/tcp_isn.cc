@@ -49,11 +49,8 @@ uint64_t SipHash24(const SipKey& key, ByteSpan message) {
 }
 
 std::string_view SynCookieStatusName(SynCookieStatus s) {
-  switch (s) {
-    case SynCookieStatus::kValid: return "valid";
-    case SynCookieStatus::kInvalid: return "syn_cookie_invalid";
-    case SynCookieStatus::kExpired: return "syn_cookie_expired";
-  }
+  using Enum = SynCookieStatus;
+  switch (s) { IWARP_TCP_SYN_COOKIE_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

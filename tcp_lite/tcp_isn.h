@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 
 namespace iwarp::tcp {
@@ -50,11 +51,12 @@ inline constexpr std::array<uint16_t, 8> kSynCookieMss = {536,  1200, 1440, 1452
 inline constexpr uint64_t kSynCookiePeriodMicros = 64'000'000;
 inline constexpr uint32_t kSynCookieMaxAge = 2;  // periods
 
-enum class SynCookieStatus : uint8_t {
-  kValid,
-  kInvalid,  // not a cookie of ours for this 4-tuple and client ISN
-  kExpired,  // ours, but older than kSynCookieMaxAge periods
-};
+// X(enumerator, "name")
+#define IWARP_TCP_SYN_COOKIE_STATUSES(X)                                                        \
+  X(kValid, "valid")                                                                            \
+  X(kInvalid, "syn_cookie_invalid")  /* not a cookie of ours for this 4-tuple and client ISN */ \
+  X(kExpired, "syn_cookie_expired")  /* ours, but older than kSynCookieMaxAge periods */
+enum class SynCookieStatus : uint8_t { IWARP_TCP_SYN_COOKIE_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view SynCookieStatusName(SynCookieStatus s);
 

@@ -5,17 +5,8 @@
 namespace iwarp::tcp {
 
 std::string_view ReasmDropName(ReasmDrop d) {
-  switch (d) {
-    case ReasmDrop::kNone: return "none";
-    case ReasmDrop::kDuplicate: return "tcp_reasm_duplicate";
-    case ReasmDrop::kOutOfWindow: return "tcp_reasm_out_of_window";
-    case ReasmDrop::kBeyondFin: return "tcp_reasm_beyond_fin";
-    case ReasmDrop::kFinConflict: return "tcp_reasm_fin_conflict";
-    case ReasmDrop::kTooLong: return "tcp_reasm_too_long";
-    case ReasmDrop::kSegmentCapacity: return "tcp_reasm_segment_capacity";
-    case ReasmDrop::kByteCapacity: return "tcp_reasm_byte_capacity";
-    case ReasmDrop::kCount: break;
-  }
+  using Enum = ReasmDrop;
+  switch (d) { IWARP_TCP_REASM_DROPS(IWARP_ENUM_NAME_CASE) case Enum::kCount: break; }
   return "invalid";
 }
 

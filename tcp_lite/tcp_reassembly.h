@@ -38,6 +38,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 #include "tcp_lite/tcp_segment.h"
 
@@ -52,16 +53,19 @@ inline constexpr uint32_t kMaxReceiveWindow = uint32_t{1} << 30;
 inline constexpr size_t kMaxSegmentPayload = kMaxReceiveWindow;
 
 // Why (part of) a segment was not taken. One counter each in ReasmStats.
+// X(enumerator, "name")
+#define IWARP_TCP_REASM_DROPS(X)                                                                                  \
+  X(kNone, "none")  /* every new in-window byte was delivered or held */                                          \
+  X(kDuplicate, "tcp_reasm_duplicate")  /* no byte that was not already received (D-SACK sent) */                 \
+  X(kOutOfWindow, "tcp_reasm_out_of_window")  /* RFC 9293 3.10.7.4: no byte inside [rcv_nxt, rcv_nxt + window) */ \
+  X(kBeyondFin, "tcp_reasm_beyond_fin")  /* all data lies at or after the FIN already received */                 \
+  /* FIN at a position other than the one already received, or before data already received */                    \
+  X(kFinConflict, "tcp_reasm_fin_conflict")                                                                       \
+  X(kTooLong, "tcp_reasm_too_long")  /* payload longer than kMaxSegmentPayload */                                 \
+  X(kSegmentCapacity, "tcp_reasm_segment_capacity")  /* out-of-order part needs more entries than are free */     \
+  X(kByteCapacity, "tcp_reasm_byte_capacity")  /* out-of-order part needs more bytes than are free */
 enum class ReasmDrop : uint8_t {
-  kNone,             // every new in-window byte was delivered or held
-  kDuplicate,        // no byte that was not already received (D-SACK sent)
-  kOutOfWindow,      // RFC 9293 3.10.7.4: no byte inside [rcv_nxt, rcv_nxt + window)
-  kBeyondFin,        // all data lies at or after the FIN already received
-  kFinConflict,      // FIN at a position other than the one already received,
-                     // or before data already received
-  kTooLong,          // payload longer than kMaxSegmentPayload
-  kSegmentCapacity,  // out-of-order part needs more entries than are free
-  kByteCapacity,     // out-of-order part needs more bytes than are free
+  IWARP_TCP_REASM_DROPS(IWARP_ENUMERATOR)
   kCount
 };
 inline constexpr size_t kNumReasmDrops = static_cast<size_t>(ReasmDrop::kCount);

@@ -42,33 +42,14 @@ uint16_t Fold16(uint32_t sum) { return static_cast<uint16_t>(~ChecksumFold(sum))
 }  // namespace
 
 std::string_view SegmentStatusName(SegmentStatus s) {
-  switch (s) {
-    case SegmentStatus::kOk: return "ok";
-    case SegmentStatus::kTruncated: return "tcp_truncated";
-    case SegmentStatus::kBadDataOffset: return "tcp_bad_data_offset";
-    case SegmentStatus::kBadChecksum: return "tcp_bad_checksum";
-    case SegmentStatus::kBadOptionsLength: return "tcp_bad_options_length";
-    case SegmentStatus::kSegmentTooLong: return "tcp_segment_too_long";
-    case SegmentStatus::kBufferTooSmall: return "tcp_buffer_too_small";
-  }
+  using Enum = SegmentStatus;
+  switch (s) { IWARP_TCP_SEGMENT_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 
 std::string_view OptionStatusName(OptionStatus s) {
-  switch (s) {
-    case OptionStatus::kOk: return "ok";
-    case OptionStatus::kMissingLength: return "tcp_opt_missing_length";
-    case OptionStatus::kBadLength: return "tcp_opt_bad_length";
-    case OptionStatus::kLengthPastEnd: return "tcp_opt_length_past_end";
-    case OptionStatus::kBadMssLength: return "tcp_opt_bad_mss_length";
-    case OptionStatus::kBadWindowScaleLength: return "tcp_opt_bad_wscale_length";
-    case OptionStatus::kBadSackPermittedLength: return "tcp_opt_bad_sack_permitted_length";
-    case OptionStatus::kBadSackLength: return "tcp_opt_bad_sack_length";
-    case OptionStatus::kBadTimestampsLength: return "tcp_opt_bad_timestamps_length";
-    case OptionStatus::kTooLong: return "tcp_opt_too_long";
-    case OptionStatus::kBadWindowScale: return "tcp_opt_bad_wscale";
-    case OptionStatus::kBufferTooSmall: return "tcp_opt_buffer_too_small";
-  }
+  using Enum = OptionStatus;
+  switch (s) { IWARP_TCP_OPTION_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

@@ -33,6 +33,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 
 namespace iwarp::tcp {
@@ -98,15 +99,16 @@ struct Segment {
   ByteSpan payload;
 };
 
-enum class SegmentStatus : uint8_t {
-  kOk,
-  kTruncated,          // TCP length < 20, above 65535, or beyond the input span
-  kBadDataOffset,      // data offset < 5, or header longer than the segment
-  kBadChecksum,        // RFC 9293 3.10.7.4: silently drop
-  kBadOptionsLength,   // encode: options not a multiple of 4 or above 40
-  kSegmentTooLong,     // encode: header + payload above 65535
-  kBufferTooSmall,     // encode: output shorter than header + options
-};
+// X(enumerator, "name")
+#define IWARP_TCP_SEGMENT_STATUSES(X)                                                                   \
+  X(kOk, "ok")                                                                                          \
+  X(kTruncated, "tcp_truncated")  /* TCP length < 20, above 65535, or beyond the input span */          \
+  X(kBadDataOffset, "tcp_bad_data_offset")  /* data offset < 5, or header longer than the segment */    \
+  X(kBadChecksum, "tcp_bad_checksum")  /* RFC 9293 3.10.7.4: silently drop */                           \
+  X(kBadOptionsLength, "tcp_bad_options_length")  /* encode: options not a multiple of 4 or above 40 */ \
+  X(kSegmentTooLong, "tcp_segment_too_long")  /* encode: header + payload above 65535 */                \
+  X(kBufferTooSmall, "tcp_buffer_too_small")  /* encode: output shorter than header + options */
+enum class SegmentStatus : uint8_t { IWARP_TCP_SEGMENT_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view SegmentStatusName(SegmentStatus s);
 
@@ -194,20 +196,21 @@ struct Options {
   bool operator==(const Options&) const = default;
 };
 
-enum class OptionStatus : uint8_t {
-  kOk,
-  kMissingLength,        // a kind other than EOL/NOP is the last octet
-  kBadLength,            // length octet 0 or 1
-  kLengthPastEnd,        // length runs past the option space
-  kBadMssLength,         // kind 2, length != 4
-  kBadWindowScaleLength, // kind 3, length != 3
-  kBadSackPermittedLength,  // kind 4, length != 2
-  kBadSackLength,        // kind 5, length not 2 + 8n with 1 <= n <= 4
-  kBadTimestampsLength,  // kind 8, length != 10
-  kTooLong,              // encode: options above 40 octets
-  kBadWindowScale,       // encode: shift above 14
-  kBufferTooSmall,       // encode: output too small
-};
+// X(enumerator, "name")
+#define IWARP_TCP_OPTION_STATUSES(X)                                                             \
+  X(kOk, "ok")                                                                                   \
+  X(kMissingLength, "tcp_opt_missing_length")  /* a kind other than EOL/NOP is the last octet */ \
+  X(kBadLength, "tcp_opt_bad_length")  /* length octet 0 or 1 */                                 \
+  X(kLengthPastEnd, "tcp_opt_length_past_end")  /* length runs past the option space */          \
+  X(kBadMssLength, "tcp_opt_bad_mss_length")  /* kind 2, length != 4 */                          \
+  X(kBadWindowScaleLength, "tcp_opt_bad_wscale_length")  /* kind 3, length != 3 */               \
+  X(kBadSackPermittedLength, "tcp_opt_bad_sack_permitted_length")  /* kind 4, length != 2 */     \
+  X(kBadSackLength, "tcp_opt_bad_sack_length")  /* kind 5, length not 2 + 8n with 1 <= n <= 4 */ \
+  X(kBadTimestampsLength, "tcp_opt_bad_timestamps_length")  /* kind 8, length != 10 */           \
+  X(kTooLong, "tcp_opt_too_long")  /* encode: options above 40 octets */                         \
+  X(kBadWindowScale, "tcp_opt_bad_wscale")  /* encode: shift above 14 */                         \
+  X(kBufferTooSmall, "tcp_opt_buffer_too_small")  /* encode: output too small */
+enum class OptionStatus : uint8_t { IWARP_TCP_OPTION_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view OptionStatusName(OptionStatus s);
 

@@ -16,50 +16,26 @@
 namespace iwarp::tcp {
 
 std::string_view SynCookieModeName(SynCookieMode m) {
-  switch (m) {
-    case SynCookieMode::kOff: return "off";
-    case SynCookieMode::kOnPressure: return "on_pressure";
-    case SynCookieMode::kAlways: return "always";
-  }
+  using Enum = SynCookieMode;
+  switch (m) { IWARP_TCP_SYN_COOKIE_MODES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 
 std::string_view TcpStateName(TcpState s) {
-  switch (s) {
-    case TcpState::kClosed: return "CLOSED";
-    case TcpState::kListen: return "LISTEN";
-    case TcpState::kSynSent: return "SYN-SENT";
-    case TcpState::kSynReceived: return "SYN-RECEIVED";
-    case TcpState::kEstablished: return "ESTABLISHED";
-    case TcpState::kFinWait1: return "FIN-WAIT-1";
-    case TcpState::kFinWait2: return "FIN-WAIT-2";
-    case TcpState::kCloseWait: return "CLOSE-WAIT";
-    case TcpState::kClosing: return "CLOSING";
-    case TcpState::kLastAck: return "LAST-ACK";
-    case TcpState::kTimeWait: return "TIME-WAIT";
-  }
+  using Enum = TcpState;
+  switch (s) { IWARP_TCP_STATES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 
 std::string_view CloseReasonName(CloseReason r) {
-  switch (r) {
-    case CloseReason::kNormal: return "normal";
-    case CloseReason::kResetByPeer: return "reset_by_peer";
-    case CloseReason::kRefused: return "refused";
-    case CloseReason::kTimeout: return "timeout";
-    case CloseReason::kAborted: return "aborted";
-  }
+  using Enum = CloseReason;
+  switch (r) { IWARP_TCP_CLOSE_REASONS(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 
 std::string_view SendStatusName(SendStatus s) {
-  switch (s) {
-    case SendStatus::kOk: return "ok";
-    case SendStatus::kBadConn: return "bad_conn";
-    case SendStatus::kNotConnected: return "not_connected";
-    case SendStatus::kNoSpace: return "no_space";
-    case SendStatus::kTooManyRecords: return "too_many_records";
-  }
+  using Enum = SendStatus;
+  switch (s) { IWARP_TCP_SEND_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

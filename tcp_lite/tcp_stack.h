@@ -52,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "common/bytes.h"
 #include "common/drop_reasons.h"
+#include "common/enum_names.h"
 #include "tcp_lite/tcp_cc.h"
 #include "tcp_lite/tcp_isn.h"
 #include "tcp_lite/tcp_segment.h"
@@ -131,28 +132,30 @@ struct ConnId {
 };
 
 // RFC 9293 3.3.2 states.
-enum class TcpState : uint8_t {
-  kClosed,
-  kListen,
-  kSynSent,
-  kSynReceived,
-  kEstablished,
-  kFinWait1,
-  kFinWait2,
-  kCloseWait,
-  kClosing,
-  kLastAck,
-  kTimeWait,
-};
+// X(enumerator, "name")
+#define IWARP_TCP_STATES(X)       \
+  X(kClosed, "CLOSED")            \
+  X(kListen, "LISTEN")            \
+  X(kSynSent, "SYN-SENT")         \
+  X(kSynReceived, "SYN-RECEIVED") \
+  X(kEstablished, "ESTABLISHED")  \
+  X(kFinWait1, "FIN-WAIT-1")      \
+  X(kFinWait2, "FIN-WAIT-2")      \
+  X(kCloseWait, "CLOSE-WAIT")     \
+  X(kClosing, "CLOSING")          \
+  X(kLastAck, "LAST-ACK")         \
+  X(kTimeWait, "TIME-WAIT")
+enum class TcpState : uint8_t { IWARP_TCP_STATES(IWARP_ENUMERATOR) };
 std::string_view TcpStateName(TcpState s);  // "ESTABLISHED", ...
 
-enum class CloseReason : uint8_t {
-  kNormal,        // both FINs exchanged and acknowledged (or TIME_WAIT entered)
-  kResetByPeer,   // acceptable RST received (RFC 9293 3.10.7.4 / RFC 5961 3.2)
-  kRefused,       // RST answering our SYN (connection refused)
-  kTimeout,       // retransmission or SYN retry limit, or keepalive gave up
-  kAborted,       // Abort() by the user (RST sent)
-};
+// X(enumerator, "name")
+#define IWARP_TCP_CLOSE_REASONS(X)                                                                   \
+  X(kNormal, "normal")  /* both FINs exchanged and acknowledged (or TIME_WAIT entered) */            \
+  X(kResetByPeer, "reset_by_peer")  /* acceptable RST received (RFC 9293 3.10.7.4 / RFC 5961 3.2) */ \
+  X(kRefused, "refused")  /* RST answering our SYN (connection refused) */                           \
+  X(kTimeout, "timeout")  /* retransmission or SYN retry limit, or keepalive gave up */              \
+  X(kAborted, "aborted")  /* Abort() by the user (RST sent) */
+enum class CloseReason : uint8_t { IWARP_TCP_CLOSE_REASONS(IWARP_ENUMERATOR) };
 std::string_view CloseReasonName(CloseReason r);
 
 // What the stack reports about a connection (iwarpctl, tests).
@@ -301,13 +304,14 @@ struct TcpStackStats {
 
 // ---------------------------------------------------------------- the stack
 
-enum class SendStatus : uint8_t {
-  kOk,
-  kBadConn,        // stale or invalid ConnId
-  kNotConnected,   // not yet established / already shut down for sending
-  kNoSpace,        // all-or-nothing send did not fit (OnSendSpace follows)
-  kTooManyRecords, // record or zero-copy table full (OnSendSpace follows)
-};
+// X(enumerator, "name")
+#define IWARP_TCP_SEND_STATUSES(X)                                                                   \
+  X(kOk, "ok")                                                                                       \
+  X(kBadConn, "bad_conn")  /* stale or invalid ConnId */                                             \
+  X(kNotConnected, "not_connected")  /* not yet established / already shut down for sending */       \
+  X(kNoSpace, "no_space")  /* all-or-nothing send did not fit (OnSendSpace follows) */               \
+  X(kTooManyRecords, "too_many_records")  /* record or zero-copy table full (OnSendSpace follows) */
+enum class SendStatus : uint8_t { IWARP_TCP_SEND_STATUSES(IWARP_ENUMERATOR) };
 std::string_view SendStatusName(SendStatus s);
 
 class TcpStack {

@@ -18,15 +18,17 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/enum_names.h"
 #include "tcp_lite/tcp_cc.h"
 
 namespace iwarp::tcp {
 
-enum class SynCookieMode : uint8_t {
-  kOff,         // a SYN beyond the backlog is dropped (counted)
-  kOnPressure,  // stateless SYN-ACKs once the backlog is full (RFC 4987 3.6)
-  kAlways,      // every passive open goes through a cookie (tests, SYN floods)
-};
+// X(enumerator, "name")
+#define IWARP_TCP_SYN_COOKIE_MODES(X)                                                             \
+  X(kOff, "off")  /* a SYN beyond the backlog is dropped (counted) */                             \
+  X(kOnPressure, "on_pressure")  /* stateless SYN-ACKs once the backlog is full (RFC 4987 3.6) */ \
+  X(kAlways, "always")  /* every passive open goes through a cookie (tests, SYN floods) */
+enum class SynCookieMode : uint8_t { IWARP_TCP_SYN_COOKIE_MODES(IWARP_ENUMERATOR) };
 std::string_view SynCookieModeName(SynCookieMode m);
 
 // clang-format off

@@ -182,19 +182,8 @@ class TcpSynth {
 }  // namespace
 
 std::string_view FaultName(Fault f) {
-  switch (f) {
-    case Fault::kNone: return "none";
-    case Fault::kCorruptPayload: return "corrupt-payload";
-    case Fault::kBadMarker: return "bad-marker";
-    case Fault::kDataBeforeReply: return "data-before-reply";
-    case Fault::kNoRtr: return "no-rtr";
-    case Fault::kMsnGap: return "msn-gap";
-    case Fault::kOrphanReadResponse: return "orphan-read-response";
-    case Fault::kBadRpcVersion: return "bad-rpc-version";
-    case Fault::kSctpOrdered: return "sctp-ordered";
-    case Fault::kSctpNoIndication: return "sctp-no-indication";
-    case Fault::kSctpNoInitiate: return "sctp-no-initiate";
-  }
+  using Enum = Fault;
+  switch (f) { IWARP_DECODE_FAULTS(IWARP_ENUM_NAME_CASE) }
   return "?";
 }
 

@@ -11,23 +11,25 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "common/enum_names.h"
 
 namespace iwarp::decode {
 
-enum class Fault {
-  kNone,
-  kCorruptPayload,      // one RDMA Write payload byte flipped after the CRC
-  kBadMarker,           // a Marker's FPDUPTR altered (use with crc = false)
-  kDataBeforeReply,     // initiator sends its RTR before the MPA Reply
-  kNoRtr,               // initiator's first FPDU is not the negotiated RTR
-  kMsnGap,              // a Send skips an MSN
-  kOrphanReadResponse,  // a Read Response nobody asked for
-  kBadRpcVersion,       // an RPC-over-RDMA call with rdma_vers 2
-  // SCTP sessions only:
-  kSctpOrdered,         // a DDP DATA chunk without the U (unordered) flag
-  kSctpNoIndication,    // INIT-ACK without the DDP adaptation indication
-  kSctpNoInitiate,      // DDP segments on a stream with no session initiated
-};
+// X(enumerator, "name")
+#define IWARP_DECODE_FAULTS(X)                                                                     \
+  X(kNone, "none")                                                                                 \
+  X(kCorruptPayload, "corrupt-payload")  /* one RDMA Write payload byte flipped after the CRC */   \
+  X(kBadMarker, "bad-marker")  /* a Marker's FPDUPTR altered (use with crc = false) */             \
+  X(kDataBeforeReply, "data-before-reply")  /* initiator sends its RTR before the MPA Reply */     \
+  X(kNoRtr, "no-rtr")  /* initiator's first FPDU is not the negotiated RTR */                      \
+  X(kMsnGap, "msn-gap")  /* a Send skips an MSN */                                                 \
+  X(kOrphanReadResponse, "orphan-read-response")  /* a Read Response nobody asked for */           \
+  X(kBadRpcVersion, "bad-rpc-version")  /* an RPC-over-RDMA call with rdma_vers 2 */               \
+  /* SCTP sessions only: */                                                                        \
+  X(kSctpOrdered, "sctp-ordered")  /* a DDP DATA chunk without the U (unordered) flag */           \
+  X(kSctpNoIndication, "sctp-no-indication")  /* INIT-ACK without the DDP adaptation indication */ \
+  X(kSctpNoInitiate, "sctp-no-initiate")  /* DDP segments on a stream with no session initiated */
+enum class Fault { IWARP_DECODE_FAULTS(IWARP_ENUMERATOR) };
 
 std::string_view FaultName(Fault f);
 // Parses a FaultName; false if unknown.
