@@ -11,46 +11,20 @@
 namespace iwarp::engine {
 
 std::string_view QpStateName(QpState s) {
-  switch (s) {
-    case QpState::kIdle: return "IDLE";
-    case QpState::kTcpConnecting: return "TCP_CONNECTING";
-    case QpState::kAwaitRequest: return "AWAIT_REQUEST";
-    case QpState::kAwaitReply: return "AWAIT_REPLY";
-    case QpState::kAwaitRtr: return "AWAIT_RTR";
-    case QpState::kRts: return "RTS";
-    case QpState::kClosing: return "CLOSING";
-    case QpState::kTerminating: return "TERMINATING";
-    case QpState::kError: return "ERROR";
-    case QpState::kClosed: return "CLOSED";
-  }
+  using Enum = QpState;
+  switch (s) { IWARP_QP_STATES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 
 std::string_view QpEndName(QpEnd e) {
-  switch (e) {
-    case QpEnd::kNone: return "-";
-    case QpEnd::kClosed: return "closed";
-    case QpEnd::kSetupFailed: return "setup_failed";
-    case QpEnd::kTerminate: return "terminate";
-    case QpEnd::kReset: return "reset";
-    case QpEnd::kTimeout: return "timeout";
-    case QpEnd::kAborted: return "aborted";
-    case QpEnd::kLlpFailed: return "llp_failed";
-  }
+  using Enum = QpEnd;
+  switch (e) { IWARP_QP_ENDS(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 
 std::string_view ConnectErrorName(ConnectError e) {
-  switch (e) {
-    case ConnectError::kNone: return "none";
-    case ConnectError::kTcpFailed: return "tcp_failed";
-    case ConnectError::kTimeout: return "timeout";
-    case ConnectError::kRejected: return "rejected";
-    case ConnectError::kRejectedLocally: return "rejected_locally";
-    case ConnectError::kInvalidStartupFrame: return "invalid_startup_frame";
-    case ConnectError::kNoMatchingRtr: return "no_matching_rtr";
-    case ConnectError::kInsufficientIrd: return "insufficient_ird";
-  }
+  using Enum = ConnectError;
+  switch (e) { IWARP_CONNECT_ERRORS(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

@@ -80,6 +80,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 #include "common/verbs.h"
 #include "ddp/placement.h"
@@ -272,41 +273,42 @@ struct QpOptions {
   bool zero_copy_tx = false;
 };
 
-enum class QpState : uint8_t {
-  kIdle,
-  kTcpConnecting,  // initiator: SYN sent
-  kAwaitRequest,   // responder: TCP up, waiting for the MPA Request
-  kAwaitReply,     // initiator: Request sent
-  kAwaitRtr,       // responder: Reply sent, waiting for the first FPDU / RTR
-  kRts,            // Full Operation
-  kClosing,        // graceful close asked, sending what is queued
-  kTerminating,    // a Terminate was sent or received
-  kError,          // connection gone or failed; everything flushed
-  // Graceful close completed (RFC 5040 / RFC 5041 6.2: the stream ended in
-  // order, both ways, after our send queue drained; no Terminate, no LLP
-  // error). Work still outstanding at the close was flushed, as in kError.
-  // Terminal like kError, not kIdle: the engine keeps its stream state
-  // (MSNs, sequence numbers, the decoder) and cannot connect again; owners
-  // replace the QP as they do after an error.
-  kClosed,
-};
+// X(enumerator, "name")
+#define IWARP_QP_STATES(X)                                                                 \
+  X(kIdle, "IDLE")                                                                         \
+  X(kTcpConnecting, "TCP_CONNECTING")  /* initiator: SYN sent */                           \
+  X(kAwaitRequest, "AWAIT_REQUEST")  /* responder: TCP up, waiting for the MPA Request */  \
+  X(kAwaitReply, "AWAIT_REPLY")  /* initiator: Request sent */                             \
+  X(kAwaitRtr, "AWAIT_RTR")  /* responder: Reply sent, waiting for the first FPDU / RTR */ \
+  X(kRts, "RTS")  /* Full Operation */                                                     \
+  X(kClosing, "CLOSING")  /* graceful close asked, sending what is queued */               \
+  X(kTerminating, "TERMINATING")  /* a Terminate was sent or received */                   \
+  X(kError, "ERROR")  /* connection gone or failed; everything flushed */                  \
+  /* Graceful close completed (RFC 5040 / RFC 5041 6.2: the stream ended in */             \
+  /* order, both ways, after our send queue drained; no Terminate, no LLP */               \
+  /* error). Work still outstanding at the close was flushed, as in kError. */             \
+  /* Terminal like kError, not kIdle: the engine keeps its stream state */                 \
+  /* (MSNs, sequence numbers, the decoder) and cannot connect again; owners */             \
+  /* replace the QP as they do after an error. */                                          \
+  X(kClosed, "CLOSED")
+enum class QpState : uint8_t { IWARP_QP_STATES(IWARP_ENUMERATOR) };
 std::string_view QpStateName(QpState s);
 // Whether `s` is a terminal state (kClosed or kError): nothing more is sent
 // or received, every work request was completed or flushed.
 constexpr bool QpEnded(QpState s) { return s == QpState::kClosed || s == QpState::kError; }
 
 // Why a QP ended (Qp::end()): the first cause seen.
-enum class QpEnd : uint8_t {
-  kNone,         // still open (or never connected)
-  kClosed,       // graceful close, no error (state kClosed)
-  kSetupFailed,  // connection setup failed: Qp::connect_error() says why
-  kTerminate,    // a Terminate was sent or received (Qp::terminate_*())
-  kReset,        // TCP RST from the peer
-  kTimeout,      // TCP retransmission or keepalive limit
-  kAborted,      // Abort() (TCP RST sent; over an LLP, a session end
-                 // without draining the send queue)
-  kLlpFailed,    // the LLP session or association ended in error
-};
+// X(enumerator, "name")
+#define IWARP_QP_ENDS(X)                                                                       \
+  X(kNone, "-")  /* still open (or never connected) */                                         \
+  X(kClosed, "closed")  /* graceful close, no error (state kClosed) */                         \
+  X(kSetupFailed, "setup_failed")  /* connection setup failed: Qp::connect_error() says why */ \
+  X(kTerminate, "terminate")  /* a Terminate was sent or received (Qp::terminate_*()) */       \
+  X(kReset, "reset")  /* TCP RST from the peer */                                              \
+  X(kTimeout, "timeout")  /* TCP retransmission or keepalive limit */                          \
+  X(kAborted, "aborted")  /* Abort() (TCP RST sent; over an LLP, a session end without draining the send queue) */ \
+  X(kLlpFailed, "llp_failed")  /* the LLP session or association ended in error */
+enum class QpEnd : uint8_t { IWARP_QP_ENDS(IWARP_ENUMERATOR) };
 std::string_view QpEndName(QpEnd e);
 
 // How an LLP session ended (Qp::OnLlpEnded).
@@ -315,16 +317,17 @@ enum class LlpEnd : uint8_t {
   kFailed,   // protocol error, refused, or the association went down
 };
 
-enum class ConnectError : uint8_t {
-  kNone,
-  kTcpFailed,            // TCP refused, reset or timed out
-  kTimeout,              // MPA Request/Reply/RTR did not come in time
-  kRejected,             // peer answered with R=1
-  kRejectedLocally,      // our application refused the Request
-  kInvalidStartupFrame,  // RFC 5044 8 code 4 (bad key, revision, PD too long, extra bytes)
-  kNoMatchingRtr,        // RFC 6581
-  kInsufficientIrd,      // RFC 6581
-};
+// X(enumerator, "name")
+#define IWARP_CONNECT_ERRORS(X)                                                      \
+  X(kNone, "none")                                                                   \
+  X(kTcpFailed, "tcp_failed")  /* TCP refused, reset or timed out */                 \
+  X(kTimeout, "timeout")  /* MPA Request/Reply/RTR did not come in time */           \
+  X(kRejected, "rejected")  /* peer answered with R=1 */                             \
+  X(kRejectedLocally, "rejected_locally")  /* our application refused the Request */ \
+  X(kInvalidStartupFrame, "invalid_startup_frame")  /* RFC 5044 8 code 4 (bad key, revision, PD too long, extra bytes) */ \
+  X(kNoMatchingRtr, "no_matching_rtr")  /* RFC 6581 */                               \
+  X(kInsufficientIrd, "insufficient_ird")  /* RFC 6581 */
+enum class ConnectError : uint8_t { IWARP_CONNECT_ERRORS(IWARP_ENUMERATOR) };
 std::string_view ConnectErrorName(ConnectError e);
 
 struct AcceptDecision {

@@ -19,12 +19,8 @@ size_t BodyLength(size_t ulpdu_len) {
 }  // namespace
 
 std::string_view DecodeStatusName(DecodeStatus s) {
-  switch (s) {
-    case DecodeStatus::kOk: return "ok";
-    case DecodeStatus::kCrcError: return "crc_error";
-    case DecodeStatus::kMarkerMismatch: return "marker_ulpdu_length_mismatch";
-    case DecodeStatus::kUlpduTooLong: return "ulpdu_too_long";
-  }
+  using Enum = DecodeStatus;
+  switch (s) { IWARP_MPA_DECODE_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

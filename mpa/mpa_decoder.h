@@ -31,6 +31,7 @@
 
 #include "common/bytes.h"
 #include "common/crc32c.h"
+#include "common/enum_names.h"
 #include "common/seq.h"
 #include "mpa/mpa_error.h"
 #include "mpa/mpa_fpdu.h"
@@ -46,12 +47,13 @@ class UlpduSink {
   virtual void OnUlpdu(ByteSpan ulpdu, Seq32 fpdu_seq) = 0;
 };
 
-enum class DecodeStatus : uint8_t {
-  kOk,
-  kCrcError,              // RFC 5044 8 code 2
-  kMarkerMismatch,        // RFC 5044 8 code 3
-  kUlpduTooLong,          // ULPDU_Length above the configured maximum
-};
+// X(enumerator, "name")
+#define IWARP_MPA_DECODE_STATUSES(X)                                                  \
+  X(kOk, "ok")                                                                        \
+  X(kCrcError, "crc_error")  /* RFC 5044 8 code 2 */                                  \
+  X(kMarkerMismatch, "marker_ulpdu_length_mismatch")  /* RFC 5044 8 code 3 */         \
+  X(kUlpduTooLong, "ulpdu_too_long")  /* ULPDU_Length above the configured maximum */
+enum class DecodeStatus : uint8_t { IWARP_MPA_DECODE_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view DecodeStatusName(DecodeStatus s);
 

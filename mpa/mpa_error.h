@@ -9,36 +9,31 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace iwarp::mpa {
 
-enum class MpaError : uint8_t {
-  kNone = 0x00,
-  // RFC 5044 8 code 1: TCP connection closed, terminated or lost.
-  kTcpConnectionLost = 0x01,
-  // RFC 5044 8 code 2: received CRC does not match the FPDU.
-  kCrcError = 0x02,
-  // RFC 5044 8 code 3: CRC valid, but a Marker and the ULPDU_Length fields
-  // disagree on the start of an FPDU.
-  kMarkerLengthMismatch = 0x03,
-  // RFC 5044 8 code 4: invalid MPA Request or Reply Frame.
-  kInvalidStartupFrame = 0x04,
-  // RFC 6581 enhanced connection establishment.
-  kLocalCatastrophic = 0x05,
-  kInsufficientIrd = 0x06,
-  kNoMatchingRtr = 0x07,
-};
+// X(enumerator, value, "name")
+#define IWARP_MPA_ERRORS(X)                                                     \
+  X(kNone, 0x00, "none")                                                        \
+  /* RFC 5044 8 code 1: TCP connection closed, terminated or lost. */           \
+  X(kTcpConnectionLost, 0x01, "tcp_connection_lost")                            \
+  /* RFC 5044 8 code 2: received CRC does not match the FPDU. */                \
+  X(kCrcError, 0x02, "crc_error")                                               \
+  /* RFC 5044 8 code 3: CRC valid, but a Marker and the ULPDU_Length fields */  \
+  /* disagree on the start of an FPDU. */                                       \
+  X(kMarkerLengthMismatch, 0x03, "marker_ulpdu_length_mismatch")                \
+  /* RFC 5044 8 code 4: invalid MPA Request or Reply Frame. */                  \
+  X(kInvalidStartupFrame, 0x04, "invalid_request_reply_frame")                  \
+  /* RFC 6581 enhanced connection establishment. */                             \
+  X(kLocalCatastrophic, 0x05, "local_catastrophic")                             \
+  X(kInsufficientIrd, 0x06, "insufficient_ird")                                 \
+  X(kNoMatchingRtr, 0x07, "no_matching_rtr")
+enum class MpaError : uint8_t { IWARP_MPA_ERRORS(IWARP_ENUMERATOR_VALUE) };
 
 inline std::string_view MpaErrorName(MpaError e) {
-  switch (e) {
-    case MpaError::kNone: return "none";
-    case MpaError::kTcpConnectionLost: return "tcp_connection_lost";
-    case MpaError::kCrcError: return "crc_error";
-    case MpaError::kMarkerLengthMismatch: return "marker_ulpdu_length_mismatch";
-    case MpaError::kInvalidStartupFrame: return "invalid_request_reply_frame";
-    case MpaError::kLocalCatastrophic: return "local_catastrophic";
-    case MpaError::kInsufficientIrd: return "insufficient_ird";
-    case MpaError::kNoMatchingRtr: return "no_matching_rtr";
-  }
+  using Enum = MpaError;
+  switch (e) { IWARP_MPA_ERRORS(IWARP_ENUM_NAME_CASE_VALUE) }
   return "invalid";
 }
 

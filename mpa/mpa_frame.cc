@@ -34,20 +34,8 @@ bool SameFrame(const StartupFrame& a, const StartupFrame& b) {
 }
 
 std::string_view FrameStatusName(FrameStatus s) {
-  switch (s) {
-    case FrameStatus::kOk: return "ok";
-    case FrameStatus::kNeedMoreBytes: return "need_more_bytes";
-    case FrameStatus::kBadKey: return "bad_key";
-    case FrameStatus::kUnexpectedFrameType: return "unexpected_frame_type";
-    case FrameStatus::kBadRevision: return "bad_revision";
-    case FrameStatus::kReservedBitsSet: return "reserved_bits_set";
-    case FrameStatus::kPrivateDataTooLong: return "private_data_too_long";
-    case FrameStatus::kEnhancedNeedsRev2: return "enhanced_needs_rev2";
-    case FrameStatus::kIrdOrdMissing: return "ird_ord_missing";
-    case FrameStatus::kIrdOrdOutOfRange: return "ird_ord_out_of_range";
-    case FrameStatus::kRejectInRequest: return "reject_in_request";
-    case FrameStatus::kBufferTooSmall: return "buffer_too_small";
-  }
+  using Enum = FrameStatus;
+  switch (s) { IWARP_MPA_FRAME_STATUSES(IWARP_ENUM_NAME_CASE) }
   return "invalid";
 }
 

@@ -34,6 +34,7 @@
 #include <string_view>
 
 #include "common/bytes.h"
+#include "common/enum_names.h"
 #include "mpa/mpa_error.h"
 
 namespace iwarp::mpa {
@@ -89,21 +90,21 @@ struct StartupFrame {
 // Same fields and same private data bytes.
 bool SameFrame(const StartupFrame& a, const StartupFrame& b);
 
-enum class FrameStatus : uint8_t {
-  kOk,
-  kNeedMoreBytes,        // not an error: the frame is incomplete
-  kBadKey,               // RFC 5044 7.1.2 rule 5
-  kUnexpectedFrameType,  // the other key: Initiator/Initiator or
-                         // Responder/Responder startup (7.1.2 rule 8)
-  kBadRevision,          // Rev not 1 or 2
-  kReservedBitsSet,      // Res != 0 (encode; decode only when asked)
-  kPrivateDataTooLong,   // PD_Length > 512 or > the local limit (rule 9)
-  kEnhancedNeedsRev2,    // encoding an IRD/ORD block with Rev 1
-  kIrdOrdMissing,        // S=1 but PD_Length < 4
-  kIrdOrdOutOfRange,     // encode: IRD or ORD above 0x3FFF
-  kRejectInRequest,      // encode: R=1 in a Request
-  kBufferTooSmall,       // encode: output too small
-};
+// X(enumerator, "name")
+#define IWARP_MPA_FRAME_STATUSES(X)                                                         \
+  X(kOk, "ok")                                                                              \
+  X(kNeedMoreBytes, "need_more_bytes")  /* not an error: the frame is incomplete */         \
+  X(kBadKey, "bad_key")  /* RFC 5044 7.1.2 rule 5 */                                        \
+  X(kUnexpectedFrameType, "unexpected_frame_type")  /* the other key: Initiator/Initiator or Responder/Responder startup (7.1.2 rule 8) */ \
+  X(kBadRevision, "bad_revision")  /* Rev not 1 or 2 */                                     \
+  X(kReservedBitsSet, "reserved_bits_set")  /* Res != 0 (encode; decode only when asked) */ \
+  X(kPrivateDataTooLong, "private_data_too_long")  /* PD_Length > 512 or > the local limit (rule 9) */ \
+  X(kEnhancedNeedsRev2, "enhanced_needs_rev2")  /* encoding an IRD/ORD block with Rev 1 */  \
+  X(kIrdOrdMissing, "ird_ord_missing")  /* S=1 but PD_Length < 4 */                         \
+  X(kIrdOrdOutOfRange, "ird_ord_out_of_range")  /* encode: IRD or ORD above 0x3FFF */       \
+  X(kRejectInRequest, "reject_in_request")  /* encode: R=1 in a Request */                  \
+  X(kBufferTooSmall, "buffer_too_small")  /* encode: output too small */
+enum class FrameStatus : uint8_t { IWARP_MPA_FRAME_STATUSES(IWARP_ENUMERATOR) };
 
 std::string_view FrameStatusName(FrameStatus s);
 
