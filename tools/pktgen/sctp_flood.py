@@ -732,7 +732,12 @@ def scenario(args, work, pktgen_bin, tap_so):
             # pktgen's Lua delays stretch when its lcores wait for CPU behind
             # the daemons' busy-polling workers: allow for a slow stop.
             if not p.wait_line("done", 60):
-                raise TestFailure("pktgen did not stop:\n%s" % p.screen_text()[-3000:])
+                # The verdict needs only the "flood" line (pktgen's counters
+                # after its stop); without it, say how far the script got.
+                if not any(l.startswith("flood ") for l in p.lines()):
+                    raise TestFailure("pktgen did not stop; its script wrote %r; screen:\n%s" %
+                                      (p.lines(), p.screen_text()[-3000:]))
+                log("pktgen wrote its counters but not 'done' within 60 s; going on")
             version = p.version()
             res = pt.parse_kv([l for l in p.lines() if l.startswith("flood ")][0])
             m1_after = pt.port_stats(a, "m1")
