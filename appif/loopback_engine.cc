@@ -145,15 +145,18 @@ void LoopbackEngine::Detach(Qp* qp) {
   if (qp->peer == nullptr) return;
   Qp* peer = qp->peer;
   peer->peer = nullptr;
-  if (peer->state == QpState::kConnected) {
-    // RFC 5040 5.5: the stream ends; the survivor flushes what it had queued.
-    peer->state = QpState::kError;
-    Event ev;
-    ev.type = static_cast<uint32_t>(EventType::kDisconnected);
-    ev.qp_id = peer->id;
-    ev.reason = ECONNRESET;
-    PostEvent(counters_, peer->owner, ev);
-  }
+  // RFC 5040 5.5: the stream ends; the survivor flushes what it had queued.
+  EndConnected(peer, ECONNRESET);
+}
+
+void LoopbackEngine::EndConnected(Qp* q, int reason) {
+  if (q == nullptr || q->state != QpState::kConnected) return;
+  q->state = QpState::kError;  // flushes what is still queued
+  Event ev;
+  ev.type = static_cast<uint32_t>(EventType::kDisconnected);
+  ev.qp_id = q->id;
+  ev.reason = reason;
+  PostEvent(counters_, q->owner, ev);
 }
 
 // ---- completions ---------------------------------------------------------------------
@@ -201,15 +204,8 @@ void LoopbackEngine::FailQps(Qp* qp, ddp::DdpError, const rdmap::TerminateCode& 
 
 void LoopbackEngine::Disconnect(Qp* qp, int reason) {
   Qp* peer = qp->peer;
-  for (Qp* q : {qp, peer}) {
-    if (q == nullptr || q->state != QpState::kConnected) continue;
-    q->state = QpState::kError;  // flushes what is still queued
-    Event ev;
-    ev.type = static_cast<uint32_t>(EventType::kDisconnected);
-    ev.qp_id = q->id;
-    ev.reason = reason;
-    PostEvent(counters_, q->owner, ev);
-  }
+  EndConnected(qp, reason);
+  EndConnected(peer, reason);
 }
 
 bool LoopbackEngine::ExecuteSqe(Qp* qp, const Sqe& sqe) {

@@ -74,6 +74,9 @@ class LoopbackEngine {
   uint32_t PollQp(Qp* qp);
   bool ExecuteSqe(Qp* qp, const Sqe& sqe);  // false: retry later (CQ full)
   void FailQps(Qp* qp, ddp::DdpError, const rdmap::TerminateCode& code, int reason);
+  // A connected QP goes to the error state (flushing what is queued) and its
+  // owner gets a kDisconnected event; any other QP (or nullptr) is left alone.
+  void EndConnected(Qp* q, int reason);
   bool PostCqe(Cq* cq, const Cqe& cqe);
   void WakeCq(Cq* cq);
   void PublishWrite(Qp* qp);  // a loopback RDMA Write landed in qp

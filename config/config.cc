@@ -708,8 +708,8 @@ std::string FormatTunableUintOrAuto(T v, T auto_value) {
   return v == auto_value ? std::string("auto") : absl::StrCat(v);
 }
 template <typename T>
-std::string FormatTunableMss(T v, T) {
-  return absl::StrCat(v);
+std::string FormatTunableMss(T v, T d) {
+  return FormatTunableUint(v, d);
 }
 template <typename E>
 std::string FormatTunableEnum(E v, E) {
