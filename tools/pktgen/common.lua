@@ -18,6 +18,59 @@ function port_counters()
           oerrors = s.oerrors or 0, imissed = s.imissed or 0}
 end
 
+function exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() return true end
+  return false
+end
+
+-- Waits are wall-clock. pktgen.delay(ms) sleeps in 10 ms steps, each a
+-- wake-up of pktgen's main thread, which shares its CPU with pktgen's
+-- spinning timer thread and the daemons' busy-polling workers: a step can
+-- last ten times longer, so counting delays (not reading a clock) made a
+-- 100 ms wait last seconds and a flood's length come out too short. Lua has
+-- no sub-second wall clock; /proc/uptime has one of 10 ms.
+function now_ms()
+  local f = io.open("/proc/uptime", "r")
+  local s = f:read("n")
+  f:close()
+  return math.floor(s * 1000 + 0.5)
+end
+
+-- Sleeps `ms` of wall-clock time.
+function sleep_ms(ms)
+  local until_ms = now_ms() + ms
+  repeat pktgen.delay(10) until now_ms() >= until_ms
+end
+
+-- Waits until `path` exists or `max_ms` pass, looking after every step;
+-- returns the ms waited and whether it appeared.
+function wait_file(path, max_ms)
+  local t0 = now_ms()
+  while true do
+    if exists(path) then return now_ms() - t0, true end
+    local t = now_ms() - t0
+    if t >= max_ms then return t, false end
+    pktgen.delay(10)
+  end
+end
+
+-- pktgen 23.06.1 turns the rate into a burst interval from the port's link
+-- speed; its screen refresh (a thread of its own) re-reads the link by
+-- zeroing the record first, so a rate computed meanwhile sees speed 0 and
+-- sends one burst a minute (a flood that sent nothing). Call this once the
+-- port is set up: it waits for the link, turns the screen off (nothing
+-- rewrites the record then) and only then sets the rate.
+function link_up_then_rate(rate)
+  local t0 = now_ms()
+  while string.sub(pktgen.linkState("0")[0], 1, 4) ~= "<UP-" and now_ms() - t0 < 10000 do
+    pktgen.delay(10)
+  end
+  emit("link " .. pktgen.linkState("0")[0])
+  pktgen.screen("off")
+  pktgen.set("0", "rate", rate)
+end
+
 local ok, info = pcall(function() return pktgen.info end)
 if ok and info then
   emit(string.format("version pktgen=%s dpdk=%s lua=%s", tostring(info.Pktgen_Version),

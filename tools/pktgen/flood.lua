@@ -1,35 +1,28 @@
 -- Scenario 'flood': pktgen replays the flood mix given with -s 0:FILE at its
 -- full rate until the harness creates the file STOP (or MAX_MS passes), then
--- writes how many frames it sent and received. Parameters: PKTGEN_DIR, OUT,
+-- writes how many frames it sent and received, and for how many ms (wall
+-- clock, 10 ms resolution). Parameters: PKTGEN_DIR, OUT,
 -- COMMON, GO, STOP, MAX_MS, SRC_IP, SETTLE_MS.
 dofile(COMMON)
-
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
 
 -- pktgen answers ARP for its address (iwarpd's SYN-ACKs to the flood sources
 -- go through it: it is their gateway).
 pktgen.set_ipaddr("0", "src", SRC_IP)
 pktgen.process("0", "on")
 pktgen.pcap("0", "on")
-pktgen.set("0", "rate", 100)
-pktgen.delay(SETTLE_MS)
+link_up_then_rate(100)
+sleep_ms(SETTLE_MS)
 local a = port_counters()
 -- The harness reads iwarpd's counters now, then creates GO.
 emit("ready")
-while not exists(GO) do pktgen.delay(50) end
+wait_file(GO, 600000)
 pktgen.start("0")
 emit("flooding")
-local ms = 0
-while ms < MAX_MS and not exists(STOP) do
-  pktgen.delay(100)
-  ms = ms + 100
-end
+local ms = wait_file(STOP, MAX_MS)
+emit("stopping")
 pktgen.stop("0")
-pktgen.delay(SETTLE_MS)
+emit("settling")
+sleep_ms(SETTLE_MS)
 local b = port_counters()
 emit(string.format("flood ms=%d tx=%d rx=%d oerrors=%d imissed=%d", ms, b.tx - a.tx, b.rx - a.rx,
                    b.oerrors - a.oerrors, b.imissed - a.imissed))

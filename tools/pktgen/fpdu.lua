@@ -15,28 +15,20 @@
 -- SETTLE_MS.
 dofile(COMMON)
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
-
 local function link_up()
   return string.sub(pktgen.linkState("0")[0], 1, 4) == "<UP-"
 end
 
--- Sends `count` frames; returns about how many ms that took (the end is
--- polled every POLL_MS).
-local POLL_MS = 10
+-- Sends `count` frames; returns how many ms (wall clock) that took, the end
+-- polled every 10 ms.
 local function send(count)
   pktgen.set("0", "count", count)
+  local t0 = now_ms()
   pktgen.start("0")
-  local t = 0
   while pktgen.isSending("0")[0] == "y" do
-    pktgen.delay(POLL_MS)
-    t = t + POLL_MS
+    pktgen.delay(10)
   end
-  return t
+  return now_ms() - t0
 end
 
 -- pktgen answers ARP for its address (iwarpd sends its ACKs, Terminates and
@@ -44,11 +36,10 @@ end
 pktgen.set_ipaddr("0", "src", SRC_IP)
 pktgen.process("0", "on")
 pktgen.pcap("0", "on")
-pktgen.delay(SETTLE_MS)
-local waited = 0
-while not link_up() and waited < 10000 do
-  pktgen.delay(100)
-  waited = waited + 100
+sleep_ms(SETTLE_MS)
+local waited = now_ms()
+while not link_up() and now_ms() - waited < 10000 do
+  pktgen.delay(10)
 end
 emit("link " .. pktgen.linkState("0")[0])
 -- pktgen 23.06.1 turns the rate into a burst interval from the port's link
@@ -63,7 +54,7 @@ pktgen.set("0", "rate", RATE)
 emit("ready")
 local frames, n, ms = 0, 0, 0
 if #STEPS == 0 then
-  while not exists(GO) do pktgen.delay(20) end
+  wait_file(GO, 600000)
   emit("sending")
   local chunk = CYCLE
   repeat
@@ -92,9 +83,5 @@ OUT_FILE:close()
 -- The harness reads iwarpd's port counters while the link is up (memif's go
 -- with it), then creates STOP .. ".quit"; quitting here saves it the wait on
 -- ending the process group.
-local w = 0
-while not exists(STOP .. ".quit") and w < 20000 do
-  pktgen.delay(20)
-  w = w + 20
-end
+wait_file(STOP .. ".quit", 20000)
 pktgen.quit()

@@ -136,6 +136,7 @@ class Pktgen:
         self.screen = os.path.join(workdir, "pktgen_%s.screen" % tag)
         self.lua = os.path.join(workdir, "pktgen_%s.lua" % tag)
         self.proc = None
+        self.raised = False
 
     def start(self, scenario_lua, params, pcap=None, lcores="0,1", main_lcore=1, port_lcore=0,
               cpus=None):
@@ -169,9 +170,30 @@ class Pktgen:
         except OSError:
             return []
 
+    def raise_script_thread(self):
+        """Puts pktgen's main thread, which runs the Lua script, under
+        SCHED_FIFO (priority 1) once the script has started (pktgen's set-up,
+        which spins, is over then). Sharing its CPU with pktgen's spinning
+        timer thread and the daemons' busy-polling workers, it otherwise
+        waited seconds at a time for the CPU after a 10 ms sleep (seen on the
+        6.18 kernel here: a STOP file noticed 8 to over 60 s late). It sleeps
+        between its checks, so it takes the CPU for microseconds at a time;
+        the threads that send and receive keep their normal policy."""
+        if self.raised or not self.lines():
+            return
+        pid = pktgen_process(self)
+        if pid is None:
+            return
+        try:
+            os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(1))
+        except OSError as e:
+            log("pktgen's script thread stays under SCHED_OTHER: %s" % e)
+        self.raised = True
+
     def wait_line(self, word, timeout):
         deadline = time.time() + timeout
         while time.time() < deadline:
+            self.raise_script_thread()
             if word in self.lines():
                 return True
             if self.proc.poll() is not None:
@@ -291,36 +313,44 @@ class EchoDaemon(iwd.MemifDaemon):
         return super().config_text() + "udp_echo:\n  port: %d\n" % LAT_PORT
 
 
+def pktgen_process(p):
+    """The pid of the pktgen process `p` started (under script and ip netns
+    exec), or None while it is not there."""
+    procs = {}
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                st = f.read()
+            procs[int(pid)] = (int(st[st.rindex(")") + 2:].split()[1]),
+                               st[st.index("(") + 1:st.rindex(")")])
+        except (OSError, ValueError, IndexError):
+            continue
+    mine, grew = {p.proc.pid}, True
+    while grew:
+        more = {q for q, (pp, _) in procs.items() if pp in mine} - mine
+        mine |= more
+        grew = bool(more)
+    for pid in sorted(mine):
+        if procs.get(pid, (0, ""))[1] == "pktgen":
+            return pid
+    return None
+
+
 def pktgen_timer_thread(p, timeout=30.0):
     """pktgen's timer thread (a second thread named pktgen that spins on the
     main lcore's CPU: stats once a second, the screen) as (pid, tid); None if
     it did not appear within `timeout` s."""
     deadline = time.time() + timeout
     while time.time() < deadline and p.proc.poll() is None:
-        procs = {}
-        for pid in os.listdir("/proc"):
-            try:
-                with open("/proc/%s/stat" % pid) as f:
-                    st = f.read()
-                procs[int(pid)] = (int(st[st.rindex(")") + 2:].split()[1]),
-                                   st[st.index("(") + 1:st.rindex(")")])
-            except (OSError, ValueError, IndexError):
-                continue
-        mine, grew = {p.proc.pid}, True
-        while grew:
-            more = {q for q, (pp, _) in procs.items() if pp in mine} - mine
-            mine |= more
-            grew = bool(more)
-        for pid in mine:
-            if procs.get(pid, (0, ""))[1] != "pktgen":
-                continue
+        pid = pktgen_process(p)
+        if pid is not None:
             try:
                 for tid in os.listdir("/proc/%d/task" % pid):
                     with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
                         if int(tid) != pid and f.read().strip() == "pktgen":
                             return pid, int(tid)
             except OSError:
-                continue
+                pass
         time.sleep(0.1)
     return None
 
@@ -334,6 +364,7 @@ def run_throughput_pktgen(p, d, sync_prefix, budget, timer_idle):
     snaps = {}
     deadline = time.time() + budget
     while time.time() < deadline:
+        p.raise_script_thread()
         lines = p.lines()
         for l in lines:
             tag = l[5:]
@@ -459,7 +490,8 @@ def scenario_throughput(args, work, pktgen_bin):
             rx = sum(s["rx"] for s in steps)
             best = None
             for s in steps:
-                s["fps"] = s["tx"] * 1000.0 / args.step_ms
+                # The step's wall-clock length as pktgen's script measured it.
+                s["fps"] = s["tx"] * 1000.0 / max(1, s["ms"])
                 if s["tx"] > 0 and s["rx"] == s["tx"]:
                     if best is None or s["fps"] > best["fps"]:
                         best = s

@@ -26,34 +26,26 @@
 -- SAMPLES.
 dofile(COMMON)
 
-local function exists(path)
-  local f = io.open(path, "r")
-  if f then f:close() return true end
-  return false
-end
-
 local function trial(rate)
   pktgen.set("0", "rate", rate)
   local a = port_counters()
+  local t0 = now_ms()
   pktgen.start("0")
-  pktgen.delay(STEP_MS)
+  sleep_ms(STEP_MS)
   pktgen.stop("0")
+  local ms = now_ms() - t0
   -- Replies still in flight come in while the port is stopped.
-  pktgen.delay(SETTLE_MS)
+  sleep_ms(SETTLE_MS)
   local b = port_counters()
   emit(string.format("step rate=%s ms=%d tx=%d rx=%d ierrors=%d oerrors=%d imissed=%d",
-                     tostring(rate), STEP_MS, b.tx - a.tx, b.rx - a.rx, b.ierrors - a.ierrors,
+                     tostring(rate), ms, b.tx - a.tx, b.rx - a.rx, b.ierrors - a.ierrors,
                      b.oerrors - a.oerrors, b.imissed - a.imissed))
   return b.tx > a.tx and (b.rx - a.rx) == (b.tx - a.tx)
 end
 
 local function sync(tag)
   emit("sync " .. tag)
-  local w = 0
-  while not exists(SYNC .. tag) and w < 30000 do
-    pktgen.delay(10)
-    w = w + 10
-  end
+  wait_file(SYNC .. tag, 30000)
 end
 
 local function lat_phase(name, rate, burst)
@@ -67,16 +59,18 @@ local function lat_phase(name, rate, burst)
   pktgen.latsampler_params("0", "simple", 50000, 1000000, SAMPLES .. name)
   pktgen.latsampler("0", "on")
   sync(name .. ".a")
+  local t0 = now_ms()
   pktgen.start("0")
-  pktgen.delay(LAT_MS)
+  sleep_ms(LAT_MS)
   pktgen.stop("0")
-  pktgen.delay(DRAIN_MS)
+  local ms = now_ms() - t0
+  sleep_ms(DRAIN_MS)
   pktgen.latsampler("0", "off")
   local l = pktgen.pktStats("0")[0].latency
   emit(string.format("lat phase=%s rate=%s burst=%d ms=%d num=%d skipped=%d min_us=%.3f " ..
                      "avg_us=%.3f max_us=%.3f min_cycles=%d avg_cycles=%d max_cycles=%d " ..
                      "rate_us=%d",
-                     name, tostring(rate), burst, LAT_MS, l.num_pkts, l.num_skipped, l.min_us,
+                     name, tostring(rate), burst, ms, l.num_pkts, l.num_skipped, l.min_us,
                      l.avg_us, l.max_us, l.min_cycles, l.avg_cycles, l.max_cycles, l.rate_us))
   sync(name .. ".b")
 end
@@ -85,11 +79,10 @@ end
 -- which iwarpd's worker has) under SCHED_IDLE meanwhile.
 sync("start")
 pktgen.pcap("0", "on")
-pktgen.delay(SETTLE_MS)
-local waited = 0
-while string.sub(pktgen.linkState("0")[0], 1, 4) ~= "<UP-" and waited < 10000 do
-  pktgen.delay(100)
-  waited = waited + 100
+sleep_ms(SETTLE_MS)
+local waited = now_ms()
+while string.sub(pktgen.linkState("0")[0], 1, 4) ~= "<UP-" and now_ms() - waited < 10000 do
+  pktgen.delay(10)
 end
 emit("link " .. pktgen.linkState("0")[0])
 -- pktgen 23.06.1 turns the rate into a burst interval from the port's link
