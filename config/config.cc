@@ -52,11 +52,15 @@ constexpr uint64_t kMaxQueues = 64;
 constexpr uint64_t kMinDescriptors = 64;
 constexpr uint64_t kMaxDescriptors = 16384;
 constexpr size_t kMaxInterfaces = 64;
-constexpr uint64_t kMaxBurst = 256;
-constexpr uint64_t kMaxIdleSleepUs = 10000;
-constexpr uint64_t kMinIdleBlockAfterUs = 10;
-constexpr uint64_t kMaxIdleBlockAfterUs = 1000000;
-constexpr uint64_t kMaxIdleBlockMaxMs = 1000;
+// workers: the ranges are in the table (config.h); lcores share eal's.
+constexpr uint64_t WorkersKeyHi(std::string_view key) {
+#define IWARPD_WORKERS_HI(kind, type, name, def, lo, hi) \
+  if (key == #name) return hi;
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_HI)
+#undef IWARPD_WORKERS_HI
+  return 0;
+}
+static_assert(WorkersKeyHi("lcores") == kMaxLcore, "workers.lcores has eal.main_lcore's range");
 constexpr uint64_t kMinMbufs = 1024;
 constexpr uint64_t kMaxMbufs = (1u << 24) - 1;
 constexpr uint64_t kMaxCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
@@ -455,6 +459,10 @@ class Loader {
   }
   // iwarp.rtr_types: a list of send, write, read, each at most once.
   Reader TunableRtrTypes(uint8_t* out, UintRange, uint8_t);
+  // workers: lcores, idle_sleep_us, idle_block_after_us.
+  Reader TunableLcores(std::vector<uint32_t>* out, UintRange range, const std::vector<uint32_t>&);
+  Reader TunableIdleSleepUs(uint32_t* out, UintRange range, uint32_t);
+  Reader TunableIdleBlockAfterUs(uint32_t* out, UintRange range, uint32_t);
 
   bool ReadVersion(const YAML::Node& top);
   bool ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path);
@@ -754,6 +762,11 @@ template <typename E>
 std::string FormatTunableEnum(E v, E) {
   return std::string(NameOf(v));
 }
+std::string FormatTunableLcores(const std::vector<uint32_t>& v, const std::vector<uint32_t>&) {
+  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+}
+std::string FormatTunableIdleSleepUs(uint32_t v, uint32_t) { return absl::StrCat(v); }
+std::string FormatTunableIdleBlockAfterUs(uint32_t v, uint32_t) { return absl::StrCat(v); }
 std::string FormatTunableRtrTypes(uint8_t v, uint8_t) {
   std::vector<absl::string_view> rtr;
   for (const auto& [name, bit] : kRtrTypeNames) {
@@ -1171,54 +1184,65 @@ bool Loader::ReadInterface(const YAML::Node& item, const std::string& path) {
   return true;
 }
 
+Loader::Reader Loader::TunableLcores(std::vector<uint32_t>* out, UintRange range,
+                                     const std::vector<uint32_t>&) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    return ReadList(k, v, p, 1, range.hi,
+                    absl::StrCat("distinct lcores from ", range.lo, " to ", range.hi),
+                    [this, out, range](const YAML::Node& item, const std::string& ip) {
+                      uint64_t lcore = 0;
+                      if (!ReadUint(item, item, ip, range, &lcore)) return false;
+                      for (size_t i = 0; i < out->size(); ++i) {
+                        if ((*out)[i] == lcore) {
+                          return Fail(item.Mark(), ip,
+                                      absl::StrCat("lcore ", lcore, " is listed twice (first at ",
+                                                   Position(lcore_marks_[i]), ")"),
+                                      "list every worker lcore once");
+                        }
+                      }
+                      out->push_back(static_cast<uint32_t>(lcore));
+                      lcore_marks_.push_back(item.Mark());
+                      return true;
+                    });
+  };
+}
+
+Loader::Reader Loader::TunableIdleSleepUs(uint32_t* out, UintRange range, uint32_t) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    idle_sleep_mark_ = v.Mark();
+    return Uint(out, range)(k, v, p);
+  };
+}
+
+// 0 (never block) or lo..hi: a shorter wait than lo costs more in wake-ups
+// than it saves.
+Loader::Reader Loader::TunableIdleBlockAfterUs(uint32_t* out, UintRange range, uint32_t) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    if (!Uint(out, {0, range.hi})(k, v, p)) return false;
+    if (*out != 0 && *out < range.lo) {
+      return Fail(v.Mark(), p, absl::StrCat(*out, " us is shorter than a wake-up costs"),
+                  absl::StrCat("allowed: 0 (never block) or ", range.lo, "..", range.hi));
+    }
+    idle_block_mark_ = v.Mark();
+    config_.workers.idle_block_origin.text = absl::StrCat(source_, ":", Position(v.Mark()));
+    return true;
+  };
+}
+
 bool Loader::ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
   WorkerConfig& w = config_.workers;
-  return ReadSection(
-      key, value, path,
-      {
-          {"lcores",
-           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             return ReadList(
-                 k, v, p, 1, kMaxLcore, absl::StrCat("distinct lcores from 0 to ", kMaxLcore),
-                 [this](const YAML::Node& item, const std::string& ip) {
-                   uint64_t lcore = 0;
-                   if (!ReadUint(item, item, ip, {0, kMaxLcore}, &lcore)) return false;
-                   for (size_t i = 0; i < config_.workers.lcores.size(); ++i) {
-                     if (config_.workers.lcores[i] == lcore) {
-                       return Fail(item.Mark(), ip,
-                                   absl::StrCat("lcore ", lcore, " is listed twice (first at ",
-                                                Position(lcore_marks_[i]), ")"),
-                                   "list every worker lcore once");
-                     }
-                   }
-                   config_.workers.lcores.push_back(static_cast<uint32_t>(lcore));
-                   lcore_marks_.push_back(item.Mark());
-                   return true;
-                 });
-           },
-           "add 'lcores: [1]' (the lcores that run workers, not eal.main_lcore)"},
-          {"burst", Uint(&w.burst, {1, kMaxBurst})},
-          {"idle_sleep_us",
-           [this, &w](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             idle_sleep_mark_ = v.Mark();
-             return Uint(&w.idle_sleep_us, {0, kMaxIdleSleepUs})(k, v, p);
-           }},
-          {"idle_block_after_us",
-           [this, &w](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             if (!Uint(&w.idle_block_after_us, {0, kMaxIdleBlockAfterUs})(k, v, p)) return false;
-             if (w.idle_block_after_us != 0 && w.idle_block_after_us < kMinIdleBlockAfterUs) {
-               return Fail(v.Mark(), p,
-                           absl::StrCat(w.idle_block_after_us,
-                                        " us is shorter than a wake-up costs"),
-                           absl::StrCat("allowed: 0 (never block) or ", kMinIdleBlockAfterUs,
-                                        "..", kMaxIdleBlockAfterUs));
-             }
-             idle_block_mark_ = v.Mark();
-             w.idle_block_origin.text = absl::StrCat(source_, ":", Position(v.Mark()));
-             return true;
-           }},
-          {"idle_block_max_ms", Uint(&w.idle_block_max_ms, {1, kMaxIdleBlockMaxMs})},
-      });
+  std::vector<Field> fields;
+#define IWARPD_WORKERS_KEY(kind, type, name, def, lo, hi) \
+  fields.push_back({#name, Tunable##kind(&w.name, UintRange{lo, hi}, type(def))});
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_KEY)
+#undef IWARPD_WORKERS_KEY
+  // lcores has no default: a config says which lcores run workers.
+  for (Field& f : fields) {
+    if (f.key == "lcores") {
+      f.required_hint = "add 'lcores: [1]' (the lcores that run workers, not eal.main_lcore)";
+    }
+  }
+  return ReadSection(key, value, path, fields);
 }
 
 bool Loader::ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
@@ -2205,10 +2229,11 @@ std::string FormatConfigYaml(const Config& c) {
     absl::StrAppend(&out, "\n    ipv4: ", FormatPrefix(i.ipv4.address, i.ipv4.prefix_len), "\n");
     if (i.gateway) absl::StrAppend(&out, "    gateway: ", FormatIpv4(*i.gateway), "\n");
   }
-  absl::StrAppend(&out, "workers:\n  lcores: [", absl::StrJoin(c.workers.lcores, ", "),
-                  "]\n  burst: ", c.workers.burst, "\n  idle_sleep_us: ", c.workers.idle_sleep_us,
-                  "\n  idle_block_after_us: ", c.workers.idle_block_after_us,
-                  "\n  idle_block_max_ms: ", c.workers.idle_block_max_ms, "\n");
+  out += "workers:\n";
+#define IWARPD_WORKERS_KEY(kind, type, name, def, lo, hi) \
+  absl::StrAppend(&out, "  " #name ": ", FormatTunable##kind(c.workers.name, type(def)), "\n");
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_KEY)
+#undef IWARPD_WORKERS_KEY
   absl::StrAppend(&out, "mempools:\n  mbufs: ", c.mempools.mbufs, "\n  cache: ", c.mempools.cache,
                   "\n  data_room: ", c.mempools.data_room, "\n");
   absl::StrAppend(&out, "arp:\n  cache_entries: ", c.arp.cache_entries,

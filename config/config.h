@@ -135,21 +135,37 @@ struct InterfaceConfig {
   friend bool operator==(const InterfaceConfig&, const InterfaceConfig&) = default;
 };
 
+// The workers: keys, one row each; WorkerConfig, the loader and the printer
+// are generated from it.
+// X(kind, type, name, default, lo, hi)
+//   kind   how the configuration reads and prints it: Uint (lo..hi); Lcores
+//          (required: a list of distinct lcores lo..hi); IdleSleepUs (Uint,
+//          its place kept for the check against idle_block_after_us);
+//          IdleBlockAfterUs (0 or lo..hi, its place kept for that check and
+//          for start-up errors).
+// clang-format off
+#define IWARPD_WORKERS_KEYS(X)                                                                \
+  /* Worker lcores; none may be the main lcore. */                                           \
+  X(Lcores, std::vector<uint32_t>, lcores, std::vector<uint32_t>{}, 0, 127)                  \
+  X(Uint, uint16_t, burst, 32, 1, 256)                                                       \
+  /* After this many empty polls in a row a worker sleeps idle_sleep_us before polling */    \
+  /* again; 0 = pure busy polling (lowest latency, one core per worker). */                  \
+  X(IdleSleepUs, uint32_t, idle_sleep_us, 0, 0, 10000)                                       \
+  /* After this long (us) without work a worker blocks until a frame arrives (receive */     \
+  /* interrupts), an application posts work, another thread hands it work, or its next */   \
+  /* timer is due (at most idle_block_max_ms); 0 = never. Needs receive interrupts on */     \
+  /* every port; excludes idle_sleep_us. */                                                  \
+  X(IdleBlockAfterUs, uint32_t, idle_block_after_us, 0, 10, 1000000)                         \
+  /* The longest a blocked worker sleeps without an event: what the timers nobody */         \
+  /* announces may be late by (ARP, SCTP, MPA and accept timeouts, service start delays), */ \
+  /* and an idle worker's wake-ups (1000 / this per s). */                                   \
+  X(Uint, uint32_t, idle_block_max_ms, 10, 1, 1000)
+// clang-format on
+
 struct WorkerConfig {
-  std::vector<uint32_t> lcores;  // worker lcores; none may be the main lcore
-  uint16_t burst = 32;           // 1..256
-  // After this many empty polls in a row a worker sleeps idle_sleep_us before
-  // polling again; 0 = pure busy polling (lowest latency, one core per worker).
-  uint32_t idle_sleep_us = 0;    // 0..10000
-  // After this long (us) without work a worker blocks until a frame arrives
-  // (receive interrupts), an application posts work, another thread hands it
-  // work, or its next timer is due (at most idle_block_max_ms); 0 = never.
-  // Needs receive interrupts on every port; excludes idle_sleep_us.
-  uint32_t idle_block_after_us = 0;  // 0 or 10..1000000
-  // The longest a blocked worker sleeps without an event: what the timers
-  // nobody announces may be late by (ARP, SCTP, MPA and accept timeouts,
-  // service start delays), and an idle worker's wake-ups (1000 / this per s).
-  uint32_t idle_block_max_ms = 10;  // 1..1000
+#define IWARPD_WORKERS_MEMBER(kind, type, name, def, lo, hi) type name = def;
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_MEMBER)
+#undef IWARPD_WORKERS_MEMBER
   SourcePosition idle_block_origin;  // of idle_block_after_us, for start-up errors
 
   friend bool operator==(const WorkerConfig&, const WorkerConfig&) = default;
