@@ -52,11 +52,15 @@ constexpr uint64_t kMaxQueues = 64;
 constexpr uint64_t kMinDescriptors = 64;
 constexpr uint64_t kMaxDescriptors = 16384;
 constexpr size_t kMaxInterfaces = 64;
-constexpr uint64_t kMaxBurst = 256;
-constexpr uint64_t kMaxIdleSleepUs = 10000;
-constexpr uint64_t kMinIdleBlockAfterUs = 10;
-constexpr uint64_t kMaxIdleBlockAfterUs = 1000000;
-constexpr uint64_t kMaxIdleBlockMaxMs = 1000;
+// workers: the ranges are in the table (config.h); lcores share eal's.
+constexpr uint64_t WorkersKeyHi(std::string_view key) {
+#define IWARPD_WORKERS_HI(kind, type, name, def, lo, hi) \
+  if (key == #name) return hi;
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_HI)
+#undef IWARPD_WORKERS_HI
+  return 0;
+}
+static_assert(WorkersKeyHi("lcores") == kMaxLcore, "workers.lcores has eal.main_lcore's range");
 constexpr uint64_t kMinMbufs = 1024;
 constexpr uint64_t kMaxMbufs = (1u << 24) - 1;
 constexpr uint64_t kMaxCache = 512;  // RTE_MEMPOOL_CACHE_MAX_SIZE
@@ -104,10 +108,21 @@ static_assert(TcpTunableHi("mss") == kMaxMtu - 40, "tcp.mss must fit the largest
 constexpr size_t kMaxServices = 64;
 constexpr size_t kMaxServiceName = 32;
 constexpr uint64_t kMaxSourceConnections = 65536;
-// iwarp: and the iwarp_* services.
+// iwarp_* services; the iwarp: keys have theirs in their table (config.h),
+// which shares these two.
 constexpr uint64_t kMaxIwarpMessage = 16 << 20;  // 16 MiB
 constexpr uint64_t kMaxIwarpRegion = uint64_t{1} << 30;
-constexpr uint64_t kMaxIwarpQueue = 65536;
+constexpr uint64_t IwarpKeyHi(std::string_view key) {
+#define IWARPD_IWARP_HI(kind, type, name, def, lo, hi) \
+  if (key == #name) return hi;
+  IWARPD_IWARP_KEYS(IWARPD_IWARP_HI)
+#undef IWARPD_IWARP_HI
+  return 0;
+}
+static_assert(IwarpKeyHi("recv_buffer_bytes") == kMaxIwarpMessage,
+              "a service's message_bytes is bounded like iwarp.recv_buffer_bytes");
+static_assert(IwarpKeyHi("scratch_bytes") == kMaxIwarpRegion,
+              "a client's region is bounded like iwarp.scratch_bytes");
 
 // EAL options that a schema key owns; passing them in extra_args would make
 // two sources of truth.
@@ -318,8 +333,8 @@ void CheckParseTerminates(const std::string& text) {
   }
 }
 
-// The YAML names of an enum, for the readers generated from a table
-// (specialised next to each names array).
+// The YAML names of an enum, for the readers generated from a table and for
+// NameOf (specialised after the names arrays, one line per enum).
 template <typename E>
 struct EnumNames;
 
@@ -403,7 +418,17 @@ class Loader {
   Reader Bool(bool* out);
   template <typename E, size_t N>
   Reader Enum(E* out, const std::pair<absl::string_view, E> (&names)[N]);
-  // The readers of tcp_lite's tunable kinds (tcp_lite/tcp_tunables.h).
+  // Wraps `read` to remember where the key's value was in `marks`, for the
+  // checks across keys.
+  Reader Marked(std::map<std::string, YAML::Mark, std::less<>>* marks, absl::string_view name,
+                Reader read) {
+    return [marks, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+      (*marks)[std::string(name)] = v.Mark();
+      return read(k, v, p);
+    };
+  }
+  // The readers of the kinds of the key tables (tcp_lite/tcp_tunables.h,
+  // sctp/sctp_tunables.h, IWARPD_IWARP_KEYS in config.h).
   Reader TunableBool(bool* out, UintRange, bool) { return Bool(out); }
   template <typename T>
   Reader TunableUint(T* out, UintRange range, T) {
@@ -432,6 +457,12 @@ class Loader {
   Reader TunableEnum(E* out, UintRange, E) {
     return Enum(out, EnumNames<E>::kNames);
   }
+  // iwarp.rtr_types: a list of send, write, read, each at most once.
+  Reader TunableRtrTypes(uint8_t* out, UintRange, uint8_t);
+  // workers: lcores, idle_sleep_us, idle_block_after_us.
+  Reader TunableLcores(std::vector<uint32_t>* out, UintRange range, const std::vector<uint32_t>&);
+  Reader TunableIdleSleepUs(uint32_t* out, UintRange range, uint32_t);
+  Reader TunableIdleBlockAfterUs(uint32_t* out, UintRange range, uint32_t);
 
   bool ReadVersion(const YAML::Node& top);
   bool ReadEal(const YAML::Node& key, const YAML::Node& value, const std::string& path);
@@ -665,14 +696,6 @@ constexpr std::pair<absl::string_view, TsoMode> kTsoModeNames[] = {
     {"auto", TsoMode::kAuto}, {"on", TsoMode::kOn}, {"off", TsoMode::kOff}};
 constexpr std::pair<absl::string_view, CongestionControl> kCongestionControlNames[] = {
     {"newreno", CongestionControl::kNewReno}, {"cubic", CongestionControl::kCubic}};
-template <>
-struct EnumNames<SynCookies> {
-  static constexpr const auto& kNames = kSynCookieNames;
-};
-template <>
-struct EnumNames<CongestionControl> {
-  static constexpr const auto& kNames = kCongestionControlNames;
-};
 constexpr std::pair<absl::string_view, ServiceType> kServiceTypeNames[] = {
     {"echo", ServiceType::kEcho},
     {"sink", ServiceType::kSink},
@@ -688,6 +711,24 @@ constexpr std::pair<absl::string_view, IwarpTransport> kIwarpTransportNames[] = 
 constexpr std::pair<absl::string_view, uint8_t> kRtrTypeNames[] = {
     {"send", kIwarpRtrSend}, {"write", kIwarpRtrWrite}, {"read", kIwarpRtrRead}};
 
+#define IWARPD_ENUM_NAMES(E, table)              \
+  template <>                                    \
+  struct EnumNames<E> {                          \
+    static constexpr const auto& kNames = table; \
+  };
+IWARPD_ENUM_NAMES(HugepageMode, kHugepageNames)
+IWARPD_ENUM_NAMES(LogLevel, kLogLevelNames)
+IWARPD_ENUM_NAMES(ImpairAction, kImpairActionNames)
+IWARPD_ENUM_NAMES(ImpairProtocol, kImpairProtocolNames)
+IWARPD_ENUM_NAMES(CorruptChecksum, kCorruptChecksumNames)
+IWARPD_ENUM_NAMES(SynCookies, kSynCookieNames)
+IWARPD_ENUM_NAMES(TsoMode, kTsoModeNames)
+IWARPD_ENUM_NAMES(CongestionControl, kCongestionControlNames)
+IWARPD_ENUM_NAMES(ServiceType, kServiceTypeNames)
+IWARPD_ENUM_NAMES(IwarpOp, kIwarpOpNames)
+IWARPD_ENUM_NAMES(IwarpTransport, kIwarpTransportNames)
+#undef IWARPD_ENUM_NAMES
+
 template <typename E, size_t N>
 absl::string_view NameOf(E e, const std::pair<absl::string_view, E> (&names)[N]) {
   for (const auto& n : names) {
@@ -695,9 +736,15 @@ absl::string_view NameOf(E e, const std::pair<absl::string_view, E> (&names)[N])
   }
   return "unknown";
 }
+// The YAML name of `e` ("unknown" for a value outside its table).
+template <typename E>
+absl::string_view NameOf(E e) {
+  return NameOf(e, EnumNames<E>::kNames);
+}
 
-// The printers of tcp_lite's tunable kinds (tcp_lite/tcp_tunables.h), in the
-// form the loader reads back.
+// The printers of the kinds of the key tables (tcp_lite/tcp_tunables.h,
+// sctp/sctp_tunables.h, IWARPD_IWARP_KEYS in config.h), in the form the
+// loader reads back.
 std::string FormatTunableBool(bool v, bool) { return v ? "true" : "false"; }
 template <typename T>
 std::string FormatTunableUint(T v, T) {
@@ -713,7 +760,19 @@ std::string FormatTunableMss(T v, T d) {
 }
 template <typename E>
 std::string FormatTunableEnum(E v, E) {
-  return std::string(NameOf(v, EnumNames<E>::kNames));
+  return std::string(NameOf(v));
+}
+std::string FormatTunableLcores(const std::vector<uint32_t>& v, const std::vector<uint32_t>&) {
+  return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+}
+std::string FormatTunableIdleSleepUs(uint32_t v, uint32_t) { return absl::StrCat(v); }
+std::string FormatTunableIdleBlockAfterUs(uint32_t v, uint32_t) { return absl::StrCat(v); }
+std::string FormatTunableRtrTypes(uint8_t v, uint8_t) {
+  std::vector<absl::string_view> rtr;
+  for (const auto& [name, bit] : kRtrTypeNames) {
+    if ((v & bit) != 0) rtr.push_back(name);
+  }
+  return absl::StrCat("[", absl::StrJoin(rtr, ", "), "]");
 }
 
 
@@ -1018,9 +1077,8 @@ bool Loader::ReadImpairRule(const YAML::Node& item, const std::string& path,
     for (const Param& prm : kParams) {
       if (prm.key == key && prm.action != r.action) {
         return Fail(mark, Join(path, key),
-                    absl::StrCat(key, " does not apply to action ",
-                                 NameOf(r.action, kImpairActionNames)),
-                    absl::StrCat("allowed: ", key, " only with action ", NameOf(prm.action, kImpairActionNames)));
+                    absl::StrCat(key, " does not apply to action ", NameOf(r.action)),
+                    absl::StrCat("allowed: ", key, " only with action ", NameOf(prm.action)));
       }
     }
   }
@@ -1126,68 +1184,73 @@ bool Loader::ReadInterface(const YAML::Node& item, const std::string& path) {
   return true;
 }
 
+Loader::Reader Loader::TunableLcores(std::vector<uint32_t>* out, UintRange range,
+                                     const std::vector<uint32_t>&) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    return ReadList(k, v, p, 1, range.hi,
+                    absl::StrCat("distinct lcores from ", range.lo, " to ", range.hi),
+                    [this, out, range](const YAML::Node& item, const std::string& ip) {
+                      uint64_t lcore = 0;
+                      if (!ReadUint(item, item, ip, range, &lcore)) return false;
+                      for (size_t i = 0; i < out->size(); ++i) {
+                        if ((*out)[i] == lcore) {
+                          return Fail(item.Mark(), ip,
+                                      absl::StrCat("lcore ", lcore, " is listed twice (first at ",
+                                                   Position(lcore_marks_[i]), ")"),
+                                      "list every worker lcore once");
+                        }
+                      }
+                      out->push_back(static_cast<uint32_t>(lcore));
+                      lcore_marks_.push_back(item.Mark());
+                      return true;
+                    });
+  };
+}
+
+Loader::Reader Loader::TunableIdleSleepUs(uint32_t* out, UintRange range, uint32_t) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    idle_sleep_mark_ = v.Mark();
+    return Uint(out, range)(k, v, p);
+  };
+}
+
+// 0 (never block) or lo..hi: a shorter wait than lo costs more in wake-ups
+// than it saves.
+Loader::Reader Loader::TunableIdleBlockAfterUs(uint32_t* out, UintRange range, uint32_t) {
+  return [this, out, range](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    if (!Uint(out, {0, range.hi})(k, v, p)) return false;
+    if (*out != 0 && *out < range.lo) {
+      return Fail(v.Mark(), p, absl::StrCat(*out, " us is shorter than a wake-up costs"),
+                  absl::StrCat("allowed: 0 (never block) or ", range.lo, "..", range.hi));
+    }
+    idle_block_mark_ = v.Mark();
+    config_.workers.idle_block_origin.text = absl::StrCat(source_, ":", Position(v.Mark()));
+    return true;
+  };
+}
+
 bool Loader::ReadWorkers(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
   WorkerConfig& w = config_.workers;
-  return ReadSection(
-      key, value, path,
-      {
-          {"lcores",
-           [this](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             return ReadList(
-                 k, v, p, 1, kMaxLcore, absl::StrCat("distinct lcores from 0 to ", kMaxLcore),
-                 [this](const YAML::Node& item, const std::string& ip) {
-                   uint64_t lcore = 0;
-                   if (!ReadUint(item, item, ip, {0, kMaxLcore}, &lcore)) return false;
-                   for (size_t i = 0; i < config_.workers.lcores.size(); ++i) {
-                     if (config_.workers.lcores[i] == lcore) {
-                       return Fail(item.Mark(), ip,
-                                   absl::StrCat("lcore ", lcore, " is listed twice (first at ",
-                                                Position(lcore_marks_[i]), ")"),
-                                   "list every worker lcore once");
-                     }
-                   }
-                   config_.workers.lcores.push_back(static_cast<uint32_t>(lcore));
-                   lcore_marks_.push_back(item.Mark());
-                   return true;
-                 });
-           },
-           "add 'lcores: [1]' (the lcores that run workers, not eal.main_lcore)"},
-          {"burst", Uint(&w.burst, {1, kMaxBurst})},
-          {"idle_sleep_us",
-           [this, &w](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             idle_sleep_mark_ = v.Mark();
-             return Uint(&w.idle_sleep_us, {0, kMaxIdleSleepUs})(k, v, p);
-           }},
-          {"idle_block_after_us",
-           [this, &w](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             if (!Uint(&w.idle_block_after_us, {0, kMaxIdleBlockAfterUs})(k, v, p)) return false;
-             if (w.idle_block_after_us != 0 && w.idle_block_after_us < kMinIdleBlockAfterUs) {
-               return Fail(v.Mark(), p,
-                           absl::StrCat(w.idle_block_after_us,
-                                        " us is shorter than a wake-up costs"),
-                           absl::StrCat("allowed: 0 (never block) or ", kMinIdleBlockAfterUs,
-                                        "..", kMaxIdleBlockAfterUs));
-             }
-             idle_block_mark_ = v.Mark();
-             w.idle_block_origin.text = absl::StrCat(source_, ":", Position(v.Mark()));
-             return true;
-           }},
-          {"idle_block_max_ms", Uint(&w.idle_block_max_ms, {1, kMaxIdleBlockMaxMs})},
-      });
+  std::vector<Field> fields;
+#define IWARPD_WORKERS_KEY(kind, type, name, def, lo, hi) \
+  fields.push_back({#name, Tunable##kind(&w.name, UintRange{lo, hi}, type(def))});
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_KEY)
+#undef IWARPD_WORKERS_KEY
+  // lcores has no default: a config says which lcores run workers.
+  for (Field& f : fields) {
+    if (f.key == "lcores") {
+      f.required_hint = "add 'lcores: [1]' (the lcores that run workers, not eal.main_lcore)";
+    }
+  }
+  return ReadSection(key, value, path, fields);
 }
 
 bool Loader::ReadTcp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
   TcpConfig& t = config_.tcp;
-  // Remembers where a key's value was, for the checks across keys.
-  auto marked = [this](absl::string_view name, Reader read) {
-    return [this, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-      tcp_marks_[std::string(name)] = v.Mark();
-      return read(k, v, p);
-    };
-  };
   std::vector<Field> fields = {{"enabled", Bool(&t.enabled)}};
-#define IWARPD_TCP_KEY(kind, type, name, def, lo, hi) \
-  fields.push_back({#name, marked(#name, Tunable##kind(&t.name, UintRange{lo, hi}, type(def)))});
+#define IWARPD_TCP_KEY(kind, type, name, def, lo, hi)                                   \
+  fields.push_back({#name, Marked(&tcp_marks_, #name,                                   \
+                                  Tunable##kind(&t.name, UintRange{lo, hi}, type(def)))});
   IWARPD_TCP_TUNABLES(IWARPD_TCP_KEY)
 #undef IWARPD_TCP_KEY
   return ReadSection(key, value, path, fields);
@@ -1302,7 +1365,7 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
       {"loop_bytes", false, false, false, false, false, true},
       {"region_bytes", false, false, false, false, false, true},
   };
-  const absl::string_view type = NameOf(svc.type, kServiceTypeNames);
+  const absl::string_view type = NameOf(svc.type);
   for (absl::string_view k : given) {
     for (const KeyUse& u : kUses) {
       if (u.key != k) continue;
@@ -1386,81 +1449,43 @@ bool Loader::ReadService(const YAML::Node& item, const std::string& path) {
   return true;
 }
 
+Loader::Reader Loader::TunableRtrTypes(uint8_t* out, UintRange, uint8_t) {
+  return [this, out](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
+    *out = 0;
+    return ReadList(k, v, p, 1, 3, "RTR types (send, write, read)",
+                    [this, out](const YAML::Node& item, const std::string& ip) {
+                      uint8_t bit = 0;
+                      if (!Enum(&bit, kRtrTypeNames)(item, item, ip)) return false;
+                      if ((*out & bit) != 0) {
+                        return Fail(item.Mark(), ip, "RTR type listed twice",
+                                    "allowed: each of send, write, read at most once");
+                      }
+                      *out |= bit;
+                      return true;
+                    });
+  };
+}
+
 bool Loader::ReadIwarp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
   IwarpConfig& w = config_.iwarp;
-  auto marked = [this](absl::string_view name, Reader read) {
-    return [this, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-      iwarp_marks_[std::string(name)] = v.Mark();
-      return read(k, v, p);
-    };
-  };
-  return ReadSection(
-      key, value, path,
-      {
-          {"qps_per_service", Uint(&w.qps_per_service, {1, 4096})},
-          {"revision", Uint(&w.revision, {1, 2})},
-          {"enhanced", Bool(&w.enhanced)},
-          {"ird", Uint(&w.ird, {0, 0x3FFF})},
-          {"ord", Uint(&w.ord, {0, 0x3FFF})},
-          {"rtr_types",
-           [this, &w](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-             w.rtr_types = 0;
-             return ReadList(k, v, p, 1, 3, "RTR types (send, write, read)",
-                             [this, &w](const YAML::Node& item, const std::string& ip) {
-                               uint8_t bit = 0;
-                               if (!Enum(&bit, kRtrTypeNames)(item, item, ip)) return false;
-                               if ((w.rtr_types & bit) != 0) {
-                                 return Fail(item.Mark(), ip, "RTR type listed twice",
-                                             "allowed: each of send, write, read at most once");
-                               }
-                               w.rtr_types |= bit;
-                               return true;
-                             });
-           }},
-          {"max_private_data", Uint(&w.max_private_data, {0, 508})},
-          {"request_timeout_ms", Uint(&w.request_timeout_ms, {1, 600000})},
-          {"max_pending_requests", Uint(&w.max_pending_requests, {1, 65536})},
-          {"max_pending_per_source", Uint(&w.max_pending_per_source, {1, 65536})},
-          {"reply_timeout_ms", Uint(&w.reply_timeout_ms, {1, 600000})},
-          {"rtr_timeout_ms", Uint(&w.rtr_timeout_ms, {1, 600000})},
-          {"sq_depth", marked("sq_depth", Uint(&w.sq_depth, {1, kMaxIwarpQueue}))},
-          {"rq_depth", marked("rq_depth", Uint(&w.rq_depth, {1, kMaxIwarpQueue}))},
-          {"cq_depth", marked("cq_depth", Uint(&w.cq_depth, {1, kMaxIwarpQueue}))},
-          {"scratch_bytes", Uint(&w.scratch_bytes, {0, kMaxIwarpRegion})},
-          {"recv_buffers", marked("recv_buffers", Uint(&w.recv_buffers, {1, kMaxIwarpQueue}))},
-          {"recv_buffer_bytes", Uint(&w.recv_buffer_bytes, {0, kMaxIwarpMessage})},
-      });
+  std::vector<Field> fields;
+#define IWARPD_IWARP_KEY(kind, type, name, def, lo, hi)                                 \
+  fields.push_back({#name, Marked(&iwarp_marks_, #name,                                 \
+                                  Tunable##kind(&w.name, UintRange{lo, hi}, type(def)))});
+  IWARPD_IWARP_KEYS(IWARPD_IWARP_KEY)
+#undef IWARPD_IWARP_KEY
+  return ReadSection(key, value, path, fields);
 }
 
 bool Loader::ReadSctp(const YAML::Node& key, const YAML::Node& value, const std::string& path) {
   SctpConfig& c = config_.sctp;
-  auto marked = [this](absl::string_view name, Reader read) {
-    return [this, name, read](const YAML::Node& k, const YAML::Node& v, const std::string& p) {
-      sctp_marks_[std::string(name)] = v.Mark();
-      return read(k, v, p);
-    };
-  };
-  return ReadSection(
-      key, value, path,
-      {
-          {"enabled", marked("enabled", Bool(&c.enabled))},
-          // RFC 5043 8: one DDP stream per SCTP stream pair.
-          {"streams", Uint(&c.streams, {1, 1024})},
-          {"send_buffer_bytes",
-           marked("send_buffer_bytes", Uint(&c.send_buffer_bytes, {16384, 64u << 20}))},
-          {"receive_buffer_bytes",
-           marked("receive_buffer_bytes", Uint(&c.receive_buffer_bytes, {16384, 64u << 20}))},
-          {"tx_queue_packets", marked("tx_queue_packets", Uint(&c.tx_queue_packets, {16, 65536}))},
-          // Kept within the DDP-SSN reorder window (1024, RFC 5043 10).
-          {"max_chunks_on_queue", Uint(&c.max_chunks_on_queue, {1, 1024})},
-          {"rto_initial_ms", marked("rto_initial_ms", Uint(&c.rto_initial_ms, {1, 600000}))},
-          {"rto_min_ms", marked("rto_min_ms", Uint(&c.rto_min_ms, {1, 600000}))},
-          {"rto_max_ms", marked("rto_max_ms", Uint(&c.rto_max_ms, {1, 600000}))},
-          {"delayed_sack_ms", Uint(&c.delayed_sack_ms, {1, 500})},
-          {"sack_frequency", Uint(&c.sack_frequency, {1, 64})},
-          {"max_peers", Uint(&c.max_peers, {1, 4096})},
-          {"max_associations", Uint(&c.max_associations, {1, 4096})},
-      });
+  std::vector<Field> fields = {{"enabled", Marked(&sctp_marks_, "enabled", Bool(&c.enabled))}};
+#define IWARPD_SCTP_KEY(kind, type, name, def, lo, hi, member)                          \
+  fields.push_back({#name, Marked(&sctp_marks_, #name,                                  \
+                                  Tunable##kind(&c.name, UintRange{lo, hi}, type(def)))});
+  IWARPD_SCTP_TUNABLES(IWARPD_SCTP_KEY)
+#undef IWARPD_SCTP_KEY
+  return ReadSection(key, value, path, fields);
 }
 
 bool Loader::CheckTcpAndServices() {
@@ -1955,18 +1980,11 @@ absl::StatusOr<Config> LoadGuarded(absl::string_view yaml, absl::string_view sou
   }
 }
 
-absl::string_view Name(HugepageMode m) {
-  for (const auto& n : kHugepageNames) {
-    if (n.second == m) return n.first;
-  }
-  return "unknown";
-}
-
-absl::string_view Name(LogLevel l) {
-  for (const auto& n : kLogLevelNames) {
-    if (n.second == l) return n.first;
-  }
-  return "unknown";
+// NameOf for the public ToString overloads.
+template <typename E>
+std::string_view ToStdString(E e) {
+  absl::string_view n = NameOf(e);
+  return {n.data(), n.size()};
 }
 
 void AppendYamlString(std::string* out, absl::string_view s) {
@@ -2024,55 +2042,16 @@ absl::StatusOr<Config> LoadConfigString(std::string_view yaml, std::string_view 
                      absl::string_view(source_name.data(), source_name.size()));
 }
 
-std::string_view ToString(HugepageMode m) {
-  absl::string_view name = Name(m);
-  return {name.data(), name.size()};
-}
-
-std::string_view ToString(LogLevel l) {
-  absl::string_view name = Name(l);
-  return {name.data(), name.size()};
-}
-
-std::string_view ToString(ImpairAction a) {
-  absl::string_view n = NameOf(a, kImpairActionNames);
-  return {n.data(), n.size()};
-}
-
-std::string_view ToString(ImpairProtocol p) {
-  absl::string_view n = NameOf(p, kImpairProtocolNames);
-  return {n.data(), n.size()};
-}
-
-std::string_view ToString(CorruptChecksum c) {
-  absl::string_view n = NameOf(c, kCorruptChecksumNames);
-  return {n.data(), n.size()};
-}
-
-std::string_view ToString(SynCookies v) {
-  absl::string_view n = NameOf(v, kSynCookieNames);
-  return {n.data(), n.size()};
-}
-
-std::string_view ToString(CongestionControl v) {
-  absl::string_view n = NameOf(v, kCongestionControlNames);
-  return {n.data(), n.size()};
-}
-
-std::string_view ToString(IwarpTransport v) {
-  absl::string_view n = NameOf(v, kIwarpTransportNames);
-  return std::string_view(n.data(), n.size());
-}
-
-std::string_view ToString(IwarpOp v) {
-  absl::string_view n = NameOf(v, kIwarpOpNames);
-  return std::string_view(n.data(), n.size());
-}
-
-std::string_view ToString(ServiceType v) {
-  absl::string_view n = NameOf(v, kServiceTypeNames);
-  return {n.data(), n.size()};
-}
+std::string_view ToString(HugepageMode m) { return ToStdString(m); }
+std::string_view ToString(LogLevel l) { return ToStdString(l); }
+std::string_view ToString(ImpairAction a) { return ToStdString(a); }
+std::string_view ToString(ImpairProtocol p) { return ToStdString(p); }
+std::string_view ToString(CorruptChecksum c) { return ToStdString(c); }
+std::string_view ToString(SynCookies s) { return ToStdString(s); }
+std::string_view ToString(CongestionControl c) { return ToStdString(c); }
+std::string_view ToString(ServiceType t) { return ToStdString(t); }
+std::string_view ToString(IwarpOp o) { return ToStdString(o); }
+std::string_view ToString(IwarpTransport t) { return ToStdString(t); }
 
 std::string FormatIpv4(uint32_t a) {
   return absl::StrFormat("%u.%u.%u.%u", a >> 24, (a >> 16) & 0xff, (a >> 8) & 0xff, a & 0xff);
@@ -2088,7 +2067,7 @@ std::string DescribeConfig(const Config& c) {
   std::vector<std::string> args;
   for (const std::string& a : c.eal.extra_args) args.push_back(absl::CHexEscape(a));
   absl::StrAppend(&out, "  eal: main lcore ", c.eal.main_lcore, ", memory ", c.eal.memory_mb,
-                  " MiB, hugepages ", Name(c.eal.hugepages), ", file prefix ",
+                  " MiB, hugepages ", NameOf(c.eal.hugepages), ", file prefix ",
                   absl::CHexEscape(c.eal.file_prefix), ", extra args [",
                   absl::StrJoin(args, " "), "]",
                   c.eal.cpus.empty() ? ""
@@ -2106,7 +2085,7 @@ std::string DescribeConfig(const Config& c) {
                     ", mtu ", p.mtu, ", rx queues ", queues(p.rx_queues), " x ",
                     p.rx_descriptors, " descriptors, tx queues ", queues(p.tx_queues), " x ",
                     p.tx_descriptors, " descriptors, promiscuous ",
-                    p.promiscuous ? "on" : "off", ", tso ", NameOf(p.tso, kTsoModeNames), "\n");
+                    p.promiscuous ? "on" : "off", ", tso ", NameOf(p.tso), "\n");
     if (!p.impairment.empty()) {
       absl::StrAppend(&out, "  port ", absl::CHexEscape(p.name), " impairment: seed ",
                       p.impairment.seed, ", ", p.impairment.rx.size(), " rx rules, ",
@@ -2136,7 +2115,7 @@ std::string DescribeConfig(const Config& c) {
   absl::StrAppend(&out, "  arp: ", c.arp.cache_entries, " entries per worker, timeout ",
                   c.arp.timeout_s, " s, ", c.arp.pending_packets,
                   " pending packets per address, retry ", c.arp.retry_ms, " ms\n");
-  absl::StrAppend(&out, "  logging: ", Name(c.logging.level), "; telemetry: ",
+  absl::StrAppend(&out, "  logging: ", NameOf(c.logging.level), "; telemetry: ",
                   c.telemetry.enabled ? "enabled" : "disabled", "\n");
   const AppInterfaceConfig& ai = c.app_interface;
   if (ai.enabled) {
@@ -2157,9 +2136,9 @@ std::string DescribeConfig(const Config& c) {
     absl::StrAppend(&out, "  tcp: ", t.max_connections, " connections per worker, buffers ",
                     t.send_buffer_bytes, "/", t.receive_buffer_bytes, " bytes (",
                     EffectiveMaxSendRecords(t), " FPDUs in flight at most), ",
-                    NameOf(t.congestion_control, kCongestionControlNames), ", sack ",
+                    NameOf(t.congestion_control), ", sack ",
                     t.sack ? "on" : "off", ", timestamps ", t.timestamps ? "on" : "off",
-                    ", syn cookies ", NameOf(t.syn_cookies, kSynCookieNames), "\n");
+                    ", syn cookies ", NameOf(t.syn_cookies), "\n");
   }
   if (c.sctp.enabled) {
     absl::StrAppend(&out, "  sctp: on worker 0, ", c.sctp.streams, " DDP streams, buffers ",
@@ -2168,13 +2147,13 @@ std::string DescribeConfig(const Config& c) {
   }
   for (const ServiceConfig& svc : c.services) {
     absl::StrAppend(&out, "  service ", absl::CHexEscape(svc.name), ": ",
-                    NameOf(svc.type, kServiceTypeNames));
+                    NameOf(svc.type));
     if (svc.type == ServiceType::kSource) {
       absl::StrAppend(&out, " to ", FormatIpv4(svc.remote), ":", svc.remote_port, ", ",
                       svc.connections, " x ", svc.bytes, " bytes");
     } else if (svc.type == ServiceType::kIwarpClient) {
       absl::StrAppend(&out, " to ", FormatIpv4(svc.remote), ":", svc.remote_port, ", ",
-                      NameOf(svc.op, kIwarpOpNames), " ", svc.count, " x ", svc.message_bytes,
+                      NameOf(svc.op), " ", svc.count, " x ", svc.message_bytes,
                       " bytes, depth ", svc.queue_depth, ", crc ", svc.crc ? "on" : "off",
                       ", markers ", svc.markers ? "on" : "off");
     } else if (svc.type == ServiceType::kIwarpFpduTest) {
@@ -2199,7 +2178,7 @@ std::string FormatConfigYaml(const Config& c) {
   std::string out;
   absl::StrAppend(&out, "version: ", c.version, "\n");
   absl::StrAppend(&out, "eal:\n  main_lcore: ", c.eal.main_lcore, "\n  memory_mb: ",
-                  c.eal.memory_mb, "\n  hugepages: ", Name(c.eal.hugepages),
+                  c.eal.memory_mb, "\n  hugepages: ", NameOf(c.eal.hugepages),
                   "\n  file_prefix: ");
   AppendYamlString(&out, c.eal.file_prefix);
   out += "\n  extra_args: [";
@@ -2217,14 +2196,14 @@ std::string FormatConfigYaml(const Config& c) {
                     "\n    tx_queues: ", p.tx_queues, "\n    rx_descriptors: ", p.rx_descriptors,
                     "\n    tx_descriptors: ", p.tx_descriptors,
                     "\n    promiscuous: ", p.promiscuous ? "true" : "false",
-                    "\n    tso: ", NameOf(p.tso, kTsoModeNames), "\n");
+                    "\n    tso: ", NameOf(p.tso), "\n");
     if (!p.impairment.empty()) {
       absl::StrAppend(&out, "    impairment:\n      seed: ", p.impairment.seed, "\n");
       auto rules = [&out](absl::string_view dir, const std::vector<ImpairRule>& list) {
         absl::StrAppend(&out, "      ", dir, ":", list.empty() ? " []" : "", "\n");
         for (const ImpairRule& r : list) {
-          absl::StrAppend(&out, "        - {action: ", NameOf(r.action, kImpairActionNames),
-                          ", protocol: ", NameOf(r.protocol, kImpairProtocolNames), ", port: ", r.l4_port,
+          absl::StrAppend(&out, "        - {action: ", NameOf(r.action),
+                          ", protocol: ", NameOf(r.protocol), ", port: ", r.l4_port,
                           ", min_payload: ", r.min_payload, ", every: ", r.every,
                           r.first != 0 ? absl::StrCat(", first: ", r.first) : "",
                           r.last != 0 ? absl::StrCat(", last: ", r.last) : "",
@@ -2234,7 +2213,7 @@ std::string FormatConfigYaml(const Config& c) {
             absl::StrAppend(&out, ", reorder_gap: ", r.reorder_gap);
           }
           if (r.action == ImpairAction::kCorrupt) {
-            absl::StrAppend(&out, ", checksum: ", NameOf(r.corrupt_checksum, kCorruptChecksumNames));
+            absl::StrAppend(&out, ", checksum: ", NameOf(r.corrupt_checksum));
           }
           out += "}\n";
         }
@@ -2250,16 +2229,17 @@ std::string FormatConfigYaml(const Config& c) {
     absl::StrAppend(&out, "\n    ipv4: ", FormatPrefix(i.ipv4.address, i.ipv4.prefix_len), "\n");
     if (i.gateway) absl::StrAppend(&out, "    gateway: ", FormatIpv4(*i.gateway), "\n");
   }
-  absl::StrAppend(&out, "workers:\n  lcores: [", absl::StrJoin(c.workers.lcores, ", "),
-                  "]\n  burst: ", c.workers.burst, "\n  idle_sleep_us: ", c.workers.idle_sleep_us,
-                  "\n  idle_block_after_us: ", c.workers.idle_block_after_us,
-                  "\n  idle_block_max_ms: ", c.workers.idle_block_max_ms, "\n");
+  out += "workers:\n";
+#define IWARPD_WORKERS_KEY(kind, type, name, def, lo, hi) \
+  absl::StrAppend(&out, "  " #name ": ", FormatTunable##kind(c.workers.name, type(def)), "\n");
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_KEY)
+#undef IWARPD_WORKERS_KEY
   absl::StrAppend(&out, "mempools:\n  mbufs: ", c.mempools.mbufs, "\n  cache: ", c.mempools.cache,
                   "\n  data_room: ", c.mempools.data_room, "\n");
   absl::StrAppend(&out, "arp:\n  cache_entries: ", c.arp.cache_entries,
                   "\n  timeout_s: ", c.arp.timeout_s, "\n  pending_packets: ", c.arp.pending_packets,
                   "\n  retry_ms: ", c.arp.retry_ms, "\n");
-  absl::StrAppend(&out, "logging:\n  level: ", Name(c.logging.level), "\n");
+  absl::StrAppend(&out, "logging:\n  level: ", NameOf(c.logging.level), "\n");
   absl::StrAppend(&out, "telemetry:\n  enabled: ", c.telemetry.enabled ? "true" : "false", "\n");
   const AppInterfaceConfig& ai = c.app_interface;
   absl::StrAppend(&out, "app_interface:\n  enabled: ", ai.enabled ? "true" : "false",
@@ -2292,7 +2272,7 @@ std::string FormatConfigYaml(const Config& c) {
   for (const ServiceConfig& svc : c.services) {
     out += "  - name: ";
     AppendYamlString(&out, svc.name);
-    absl::StrAppend(&out, "\n    type: ", NameOf(svc.type, kServiceTypeNames), "\n");
+    absl::StrAppend(&out, "\n    type: ", NameOf(svc.type), "\n");
     if (svc.type == ServiceType::kSource) {
       absl::StrAppend(&out, "    remote: ", FormatIpv4(svc.remote),
                       "\n    remote_port: ", svc.remote_port, "\n    bytes: ", svc.bytes,
@@ -2302,7 +2282,7 @@ std::string FormatConfigYaml(const Config& c) {
       absl::StrAppend(&out, "    remote: ", FormatIpv4(svc.remote),
                       "\n    remote_port: ", svc.remote_port,
                       "\n    start_delay_ms: ", svc.start_delay_ms,
-                      "\n    op: ", NameOf(svc.op, kIwarpOpNames),
+                      "\n    op: ", NameOf(svc.op),
                       "\n    message_bytes: ", svc.message_bytes, "\n    count: ", svc.count,
                       "\n    queue_depth: ", svc.queue_depth, "\n    verify: ", b(svc.verify),
                       "\n");
@@ -2318,7 +2298,7 @@ std::string FormatConfigYaml(const Config& c) {
     }
     if (svc.type == ServiceType::kIwarpClient || svc.type == ServiceType::kIwarpResponder) {
       absl::StrAppend(&out, "    crc: ", b(svc.crc), "\n    markers: ", b(svc.markers),
-                      "\n    transport: ", NameOf(svc.transport, kIwarpTransportNames), "\n");
+                      "\n    transport: ", NameOf(svc.transport), "\n");
       if (svc.stream >= 0) absl::StrAppend(&out, "    stream: ", svc.stream, "\n");
       if (svc.type == ServiceType::kIwarpClient) {
         absl::StrAppend(&out, "    sha256: ", b(svc.client_sha256), "\n");
@@ -2328,32 +2308,17 @@ std::string FormatConfigYaml(const Config& c) {
     }
   }
   const IwarpConfig& w = c.iwarp;
-  std::vector<absl::string_view> rtr;
-  for (const auto& [name, bit] : kRtrTypeNames) {
-    if ((w.rtr_types & bit) != 0) rtr.push_back(name);
-  }
-  absl::StrAppend(&out, "iwarp:\n  qps_per_service: ", w.qps_per_service,
-                  "\n  revision: ", w.revision, "\n  enhanced: ", b(w.enhanced),
-                  "\n  ird: ", w.ird, "\n  ord: ", w.ord, "\n  rtr_types: [",
-                  absl::StrJoin(rtr, ", "), "]\n  max_private_data: ", w.max_private_data,
-                  "\n  request_timeout_ms: ", w.request_timeout_ms,
-                  "\n  max_pending_requests: ", w.max_pending_requests,
-                  "\n  max_pending_per_source: ", w.max_pending_per_source,
-                  "\n  reply_timeout_ms: ", w.reply_timeout_ms,
-                  "\n  rtr_timeout_ms: ", w.rtr_timeout_ms, "\n  sq_depth: ", w.sq_depth,
-                  "\n  rq_depth: ", w.rq_depth, "\n  cq_depth: ", w.cq_depth,
-                  "\n  scratch_bytes: ", w.scratch_bytes, "\n  recv_buffers: ", w.recv_buffers,
-                  "\n  recv_buffer_bytes: ", w.recv_buffer_bytes, "\n");
+  out += "iwarp:\n";
+#define IWARPD_IWARP_KEY(kind, type, name, def, lo, hi) \
+  absl::StrAppend(&out, "  " #name ": ", FormatTunable##kind(w.name, type(def)), "\n");
+  IWARPD_IWARP_KEYS(IWARPD_IWARP_KEY)
+#undef IWARPD_IWARP_KEY
   const SctpConfig& sc = c.sctp;
-  absl::StrAppend(&out, "sctp:\n  enabled: ", b(sc.enabled), "\n  streams: ", sc.streams,
-                  "\n  send_buffer_bytes: ", sc.send_buffer_bytes,
-                  "\n  receive_buffer_bytes: ", sc.receive_buffer_bytes,
-                  "\n  tx_queue_packets: ", sc.tx_queue_packets,
-                  "\n  max_chunks_on_queue: ", sc.max_chunks_on_queue,
-                  "\n  rto_initial_ms: ", sc.rto_initial_ms, "\n  rto_min_ms: ", sc.rto_min_ms,
-                  "\n  rto_max_ms: ", sc.rto_max_ms, "\n  delayed_sack_ms: ", sc.delayed_sack_ms,
-                  "\n  sack_frequency: ", sc.sack_frequency, "\n  max_peers: ", sc.max_peers,
-                  "\n  max_associations: ", sc.max_associations, "\n");
+  absl::StrAppend(&out, "sctp:\n  enabled: ", b(sc.enabled), "\n");
+#define IWARPD_SCTP_KEY(kind, type, name, def, lo, hi, member) \
+  absl::StrAppend(&out, "  " #name ": ", FormatTunable##kind(sc.name, type(def)), "\n");
+  IWARPD_SCTP_TUNABLES(IWARPD_SCTP_KEY)
+#undef IWARPD_SCTP_KEY
   absl::StrAppend(&out, "udp_echo:\n  port: ", c.udp_echo.port, "\n");
   if (c.test_mode) out += "test_mode: true\n";
   return out;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sctp/sctp_tunables.h"
 #include "tcp_lite/tcp_tunables.h"
 
 namespace iwarp::config {
@@ -134,21 +135,37 @@ struct InterfaceConfig {
   friend bool operator==(const InterfaceConfig&, const InterfaceConfig&) = default;
 };
 
+// The workers: keys, one row each; WorkerConfig, the loader and the printer
+// are generated from it.
+// X(kind, type, name, default, lo, hi)
+//   kind   how the configuration reads and prints it: Uint (lo..hi); Lcores
+//          (required: a list of distinct lcores lo..hi); IdleSleepUs (Uint,
+//          its place kept for the check against idle_block_after_us);
+//          IdleBlockAfterUs (0 or lo..hi, its place kept for that check and
+//          for start-up errors).
+// clang-format off
+#define IWARPD_WORKERS_KEYS(X)                                                                \
+  /* Worker lcores; none may be the main lcore. */                                           \
+  X(Lcores, std::vector<uint32_t>, lcores, std::vector<uint32_t>{}, 0, 127)                  \
+  X(Uint, uint16_t, burst, 32, 1, 256)                                                       \
+  /* After this many empty polls in a row a worker sleeps idle_sleep_us before polling */    \
+  /* again; 0 = pure busy polling (lowest latency, one core per worker). */                  \
+  X(IdleSleepUs, uint32_t, idle_sleep_us, 0, 0, 10000)                                       \
+  /* After this long (us) without work a worker blocks until a frame arrives (receive */     \
+  /* interrupts), an application posts work, another thread hands it work, or its next */   \
+  /* timer is due (at most idle_block_max_ms); 0 = never. Needs receive interrupts on */     \
+  /* every port; excludes idle_sleep_us. */                                                  \
+  X(IdleBlockAfterUs, uint32_t, idle_block_after_us, 0, 10, 1000000)                         \
+  /* The longest a blocked worker sleeps without an event: what the timers nobody */         \
+  /* announces may be late by (ARP, SCTP, MPA and accept timeouts, service start delays), */ \
+  /* and an idle worker's wake-ups (1000 / this per s). */                                   \
+  X(Uint, uint32_t, idle_block_max_ms, 10, 1, 1000)
+// clang-format on
+
 struct WorkerConfig {
-  std::vector<uint32_t> lcores;  // worker lcores; none may be the main lcore
-  uint16_t burst = 32;           // 1..256
-  // After this many empty polls in a row a worker sleeps idle_sleep_us before
-  // polling again; 0 = pure busy polling (lowest latency, one core per worker).
-  uint32_t idle_sleep_us = 0;    // 0..10000
-  // After this long (us) without work a worker blocks until a frame arrives
-  // (receive interrupts), an application posts work, another thread hands it
-  // work, or its next timer is due (at most idle_block_max_ms); 0 = never.
-  // Needs receive interrupts on every port; excludes idle_sleep_us.
-  uint32_t idle_block_after_us = 0;  // 0 or 10..1000000
-  // The longest a blocked worker sleeps without an event: what the timers
-  // nobody announces may be late by (ARP, SCTP, MPA and accept timeouts,
-  // service start delays), and an idle worker's wake-ups (1000 / this per s).
-  uint32_t idle_block_max_ms = 10;  // 1..1000
+#define IWARPD_WORKERS_MEMBER(kind, type, name, def, lo, hi) type name = def;
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_MEMBER)
+#undef IWARPD_WORKERS_MEMBER
   SourcePosition idle_block_origin;  // of idle_block_after_us, for start-up errors
 
   friend bool operator==(const WorkerConfig&, const WorkerConfig&) = default;
@@ -315,28 +332,48 @@ inline constexpr uint8_t kIwarpRtrSend = 1u << 0;   // equal engine::kRtr*
 inline constexpr uint8_t kIwarpRtrWrite = 1u << 1;
 inline constexpr uint8_t kIwarpRtrRead = 1u << 2;
 
+// The iwarp: keys, one row each; IwarpConfig, the loader and the printer are
+// generated from it.
+// X(kind, type, name, default, lo, hi)
+//   kind   how the configuration reads and prints it: Uint (lo..hi); Bool;
+//          RtrTypes (a list of send, write, read, each at most once).
+// clang-format off
+#define IWARPD_IWARP_KEYS(X)                                                                  \
+  /* Responder QPs per worker (concurrent connections). */                                   \
+  X(Uint, uint32_t, qps_per_service, 4, 1, 4096)                                             \
+  X(Uint, uint8_t, revision, 2, 1, 2)   /* MPA revision an initiator sends */                \
+  X(Bool, bool, enhanced, true, 0, 0)   /* RFC 6581 IRD/ORD and RTR negotiation (Rev 2) */   \
+  X(Uint, uint16_t, ird, 32, 0, 0x3FFF) /* inbound RDMA Reads served at once */              \
+  X(Uint, uint16_t, ord, 32, 0, 0x3FFF) /* outbound RDMA Reads issued at once */             \
+  /* RFC 6581 RTR types offered/accepted. */                                                 \
+  X(RtrTypes, uint8_t, rtr_types, kIwarpRtrWrite | kIwarpRtrRead, 0, 0)                      \
+  /* MPA private data accepted from a peer, bytes (ULP's, IRD/ORD block not counted). */     \
+  X(Uint, uint32_t, max_private_data, 256, 0, 508)                                           \
+  /* Responder: MPA Request after TCP accept. */                                             \
+  X(Uint, uint32_t, request_timeout_ms, 5000, 1, 600000)                                     \
+  /* Every iWARP listening port (iwarp_responder services and application listeners): */    \
+  /* connections waiting for their MPA Request, in all and from one remote address */        \
+  /* (iwarp/mpa_gate.h). */                                                                  \
+  X(Uint, uint32_t, max_pending_requests, 256, 1, 65536)                                     \
+  X(Uint, uint32_t, max_pending_per_source, 32, 1, 65536)                                    \
+  /* Initiator: MPA Reply after the Request; responder: the RTR after the Reply. */          \
+  X(Uint, uint32_t, reply_timeout_ms, 10000, 1, 600000)                                      \
+  X(Uint, uint32_t, rtr_timeout_ms, 10000, 1, 600000)                                        \
+  X(Uint, uint32_t, sq_depth, 128, 1, 65536)                                                 \
+  X(Uint, uint32_t, rq_depth, 128, 1, 65536)                                                 \
+  X(Uint, uint32_t, cq_depth, 512, 1, 65536)                                                 \
+  /* Responder: RDMA Write/Read region per QP. */                                            \
+  X(Uint, uint64_t, scratch_bytes, 1 << 20, 0, uint64_t{1} << 30)                            \
+  /* Responder: receives posted per QP (<= rq_depth, < sq_depth) and the largest Send */     \
+  /* echoed. */                                                                              \
+  X(Uint, uint32_t, recv_buffers, 16, 1, 65536)                                              \
+  X(Uint, uint32_t, recv_buffer_bytes, 65536, 0, 16 << 20)
+// clang-format on
+
 struct IwarpConfig {
-  uint32_t qps_per_service = 4;       // responder QPs per worker (concurrent connections)
-  uint8_t revision = 2;               // MPA revision an initiator sends (1 or 2)
-  bool enhanced = true;               // RFC 6581 IRD/ORD and RTR negotiation (Rev 2)
-  uint16_t ird = 32;                  // inbound RDMA Reads served at once
-  uint16_t ord = 32;                  // outbound RDMA Reads issued at once
-  uint8_t rtr_types = kIwarpRtrWrite | kIwarpRtrRead;  // RFC 6581 RTR types offered/accepted
-  uint32_t max_private_data = 256;    // MPA private data accepted from a peer, bytes (ULP's, IRD/ORD block not counted)
-  uint32_t request_timeout_ms = 5000; // responder: MPA Request after TCP accept
-  // Every iWARP listening port (iwarp_responder services and application
-  // listeners): connections waiting for their MPA Request, in all and from
-  // one remote address (iwarp/mpa_gate.h).
-  uint32_t max_pending_requests = 256;
-  uint32_t max_pending_per_source = 32;
-  uint32_t reply_timeout_ms = 10000;  // initiator: MPA Reply after the Request
-  uint32_t rtr_timeout_ms = 10000;    // responder: the RTR after the Reply
-  uint32_t sq_depth = 128;
-  uint32_t rq_depth = 128;
-  uint32_t cq_depth = 512;
-  uint64_t scratch_bytes = 1 << 20;   // responder: RDMA Write/Read region per QP
-  uint32_t recv_buffers = 16;         // responder: receives posted per QP (<= rq_depth, < sq_depth)
-  uint32_t recv_buffer_bytes = 65536; // responder: largest Send echoed
+#define IWARPD_IWARP_MEMBER(kind, type, name, def, lo, hi) type name = def;
+  IWARPD_IWARP_KEYS(IWARPD_IWARP_MEMBER)
+#undef IWARPD_IWARP_MEMBER
 
   friend bool operator==(const IwarpConfig&, const IwarpConfig&) = default;
 };
@@ -344,21 +381,13 @@ struct IwarpConfig {
 // ---- RDMA over SCTP (sctp:) ---------------------------------------------------
 // usrsctp (AF_CONN) hosted on worker 0; IPv4 protocol 132 to our addresses
 // goes to it (steered to worker 0 from other workers). The path MTU is the
-// smallest port MTU. Defaults are sctp::AssociationConfig's / HostConfig's.
-struct SctpConfig {
+// smallest port MTU. Every key of the section but `enabled` is a tunable of
+// sctp/'s table (sctp/sctp_tunables.h: name, type, default, range and the
+// EndpointConfig member written once); the loader, the printer and the copy
+// into the endpoint's EndpointConfig are generated from it, and the defaults
+// are the endpoint's.
+struct SctpConfig : sctp::SctpTunables {
   bool enabled = false;  // false: protocol 132 is dropped as ipv4_unknown_protocol
-  uint16_t streams = 8;                      // DDP streams per association (in == out)
-  uint32_t send_buffer_bytes = 256 * 1024;   // SO_SNDBUF per association
-  uint32_t receive_buffer_bytes = 256 * 1024;  // SO_RCVBUF per association
-  uint32_t tx_queue_packets = 1024;          // outbound packets queued between loop drains
-  uint32_t max_chunks_on_queue = 512;        // usrsctp DATA chunks queued per association
-  uint32_t rto_initial_ms = 3000;            // RFC 9260 15
-  uint32_t rto_min_ms = 1000;
-  uint32_t rto_max_ms = 60000;
-  uint32_t delayed_sack_ms = 10;
-  uint32_t sack_frequency = 2;
-  uint32_t max_peers = 64;                   // remote addresses at once
-  uint32_t max_associations = 256;
 
   friend bool operator==(const SctpConfig&, const SctpConfig&) = default;
 };

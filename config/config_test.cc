@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 
@@ -1228,6 +1231,237 @@ TEST(ConfigTcp, EveryTunableOfTheEngineTableIsAKeyWithItsRange) {
   IWARPD_TCP_TUNABLES(IWARPD_TCP_KEY)
 #undef IWARPD_TCP_KEY
   EXPECT_EQ(keys, 31);
+}
+
+// The key tables of sctp: (sctp/sctp_tunables.h), iwarp: and workers:
+// (config.h), row by row: the key is printed with its default, and its range
+// is the loader's.
+using KeyGetter = std::function<uint64_t(const Config&)>;
+
+// The line "  KEY: VALUE" is on in the document LoadKey loads.
+int KeyLine(const std::string& section, const std::string& key) {
+  if (section != "workers") return 8;
+  return key == "lcores" ? 6 : 7;
+}
+
+// Loads kMinimal plus "SECTION:\n  KEY: VALUE" (for workers:, kMinimal's
+// section with the key added): "" with *got = get(config) when it loads,
+// else the error.
+std::string LoadKey(const std::string& section, const std::string& key, const std::string& value,
+                    const KeyGetter& get, uint64_t* got) {
+  std::string yaml = absl::StrCat(kMinimal, section, ":\n  ", key, ": ", value, "\n");
+  if (section == "workers") {
+    yaml = absl::StrCat("version: 1\nports:\n  - name: p0\n    vdev: net_null0\nworkers:\n",
+                        key == "lcores" ? "" : "  lcores: [1]\n", "  ", key, ": ", value, "\n");
+  }
+  absl::StatusOr<Config> c = LoadConfigString(yaml, "t.yaml");
+  if (!c.ok()) return std::string(c.status().message());
+  *got = get(*c);
+  return "";
+}
+
+uint64_t AsNumber(uint64_t v) { return v; }
+// workers.lcores: the last lcore.
+uint64_t AsNumber(const std::vector<uint32_t>& v) { return v.empty() ? ~uint64_t{0} : v.back(); }
+
+// The lines of `section` in FormatConfigYaml's output.
+std::string PrintedSection(const Config& c, const std::string& section) {
+  const std::string printed = FormatConfigYaml(c);
+  size_t from = printed.find("\n" + section + ":\n");
+  if (from == std::string::npos) return "";
+  from += section.size() + 3;
+  size_t to = from;
+  while (printed.compare(to, 2, "  ") == 0) {
+    const size_t end = printed.find('\n', to);
+    if (end == std::string::npos) break;
+    to = end + 1;
+  }
+  return printed.substr(from, to - from);
+}
+
+// A Uint row: lo and hi pass the key's range (they load, or only a check
+// across keys refuses them, e.g. sq_depth 1 against the default
+// recv_buffers), lo - 1 and hi + 1 are refused naming the range.
+void ExpectUintKey(const std::string& section, const std::string& key, uint64_t lo, uint64_t hi,
+                   const KeyGetter& get) {
+  SCOPED_TRACE(section + "." + key);
+  const std::string range = absl::StrCat("an integer from ", lo, " to ", hi);
+  for (uint64_t v : {lo, hi}) {
+    uint64_t got = 0;
+    const std::string err = LoadKey(section, key, absl::StrCat(v), get, &got);
+    if (err.empty()) {
+      EXPECT_EQ(got, v);
+    } else {
+      EXPECT_EQ(err.find("out of range"), std::string::npos) << err;
+      EXPECT_EQ(err.find(range), std::string::npos) << err;
+    }
+  }
+  auto refused = [&](uint64_t v) {
+    return absl::StrCat("t.yaml:", KeyLine(section, key), ":", 5 + key.size(), ": ", section, ".",
+                        key, ": ", v, " is out of range; allowed: ", range);
+  };
+  uint64_t got = 0;
+  EXPECT_EQ(LoadKey(section, key, absl::StrCat(hi + 1), get, &got), refused(hi + 1));
+  if (lo > 0) {
+    EXPECT_EQ(LoadKey(section, key, absl::StrCat(lo - 1), get, &got), refused(lo - 1));
+  }
+}
+
+void ExpectIdleSleepUsKey(const std::string& section, const std::string& key, uint64_t lo,
+                          uint64_t hi, const KeyGetter& get) {
+  ExpectUintKey(section, key, lo, hi, get);
+}
+
+// 0 (never block) or lo..hi.
+void ExpectIdleBlockAfterUsKey(const std::string& section, const std::string& key, uint64_t lo,
+                               uint64_t hi, const KeyGetter& get) {
+  SCOPED_TRACE(section + "." + key);
+  const std::string at = absl::StrCat("t.yaml:", KeyLine(section, key), ":", 5 + key.size(), ": ",
+                                      section, ".", key, ": ");
+  uint64_t got = 7;
+  EXPECT_EQ(LoadKey(section, key, "0", get, &got), "");
+  EXPECT_EQ(got, 0u);
+  // kMinimal's net_null port raises no receive interrupts: only that check
+  // across keys refuses blocking.
+  for (uint64_t v : {lo, hi}) {
+    const std::string err = LoadKey(section, key, absl::StrCat(v), get, &got);
+    EXPECT_NE(err.find("raises no receive interrupts"), std::string::npos) << err;
+  }
+  EXPECT_EQ(LoadKey(section, key, absl::StrCat(hi + 1), get, &got),
+            absl::StrCat(at, hi + 1, " is out of range; allowed: an integer from 0 to ", hi));
+  EXPECT_EQ(LoadKey(section, key, absl::StrCat(lo - 1), get, &got),
+            absl::StrCat(at, lo - 1, " us is shorter than a wake-up costs; allowed: 0 (never "
+                                     "block) or ",
+                         lo, "..", hi));
+}
+
+// A required list of distinct lcores lo..hi.
+void ExpectLcoresKey(const std::string& section, const std::string& key, uint64_t lo, uint64_t hi,
+                     const KeyGetter& get) {
+  SCOPED_TRACE(section + "." + key);
+  const std::string at = absl::StrCat("t.yaml:", KeyLine(section, key), ":", 5 + key.size() + 1,
+                                      ": ", section, ".", key, "[0]: ");
+  uint64_t got = 0;
+  EXPECT_EQ(LoadKey(section, key, absl::StrCat("[", hi, "]"), get, &got), "");
+  EXPECT_EQ(got, hi);
+  // lo is eal.main_lcore, so only the check across keys refuses it.
+  const std::string err = LoadKey(section, key, absl::StrCat("[", lo, "]"), get, &got);
+  EXPECT_NE(err.find("is eal.main_lcore"), std::string::npos) << err;
+  EXPECT_EQ(LoadKey(section, key, absl::StrCat("[", hi + 1, "]"), get, &got),
+            absl::StrCat(at, hi + 1, " is out of range; allowed: an integer from ", lo, " to ",
+                         hi));
+  EXPECT_EQ(Error("version: 1\nports:\n  - name: p0\n    vdev: net_null0\nworkers:\n  burst: 8\n"),
+            "t.yaml:6:3: workers.lcores: missing required key; add 'lcores: [1]' (the lcores "
+            "that run workers, not eal.main_lcore)");
+}
+
+void ExpectBoolKey(const std::string& section, const std::string& key, uint64_t, uint64_t,
+                   const KeyGetter& get) {
+  SCOPED_TRACE(section + "." + key);
+  uint64_t got = 7;
+  EXPECT_EQ(LoadKey(section, key, "true", get, &got), "");
+  EXPECT_EQ(got, 1u);
+  EXPECT_EQ(LoadKey(section, key, "false", get, &got), "");
+  EXPECT_EQ(got, 0u);
+  EXPECT_EQ(LoadKey(section, key, "7", get, &got),
+            absl::StrCat("t.yaml:8:", 5 + key.size(), ": ", section, ".", key,
+                         ": '7' is not a boolean; allowed: true or false"));
+}
+
+void ExpectRtrTypesKey(const std::string& section, const std::string& key, uint64_t, uint64_t,
+                       const KeyGetter& get) {
+  SCOPED_TRACE(section + "." + key);
+  uint64_t got = 0;
+  EXPECT_EQ(LoadKey(section, key, "[send]", get, &got), "");
+  EXPECT_EQ(got, kIwarpRtrSend);
+  EXPECT_EQ(LoadKey(section, key, "[read, write, send]", get, &got), "");
+  EXPECT_EQ(got, kIwarpRtrSend | kIwarpRtrWrite | kIwarpRtrRead);
+  EXPECT_EQ(LoadKey(section, key, "[write, write]", get, &got),
+            absl::StrCat("t.yaml:8:", 5 + key.size() + 8, ": ", section, ".", key,
+                         "[1]: RTR type listed twice; allowed: each of send, write, read at most "
+                         "once"));
+  EXPECT_EQ(LoadKey(section, key, "7", get, &got),
+            absl::StrCat("t.yaml:8:", 5 + key.size(), ": ", section, ".", key,
+                         ": expected a list; allowed: a list of 1 to 3 RTR types (send, write, "
+                         "read)"));
+}
+
+TEST(ConfigSctp, EveryTunableOfTheEndpointTableIsAKeyWithItsRange) {
+  absl::StatusOr<Config> d = LoadConfigString(kMinimal);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(static_cast<const sctp::SctpTunables&>(d->sctp), sctp::SctpTunables{});
+  EXPECT_FALSE(d->sctp.enabled);
+  const std::string printed = PrintedSection(*d, "sctp");
+  EXPECT_EQ(printed.rfind("  enabled: false\n", 0), 0u) << printed;
+  int keys = 0;
+#define IWARPD_SCTP_KEY(kind, type, name, def, lo, hi, member)                                   \
+  {                                                                                              \
+    ++keys;                                                                                      \
+    EXPECT_EQ(d->sctp.name, type(def)) << #name;                                                 \
+    EXPECT_NE(printed.find(absl::StrCat("\n  " #name ": ", uint64_t{def}, "\n")), \
+              std::string::npos)                                                                 \
+        << #name << "\n"                                                                         \
+        << printed;                                                                              \
+    ExpectUintKey("sctp", #name, lo, hi,                                                         \
+                  [](const Config& c) { return static_cast<uint64_t>(c.sctp.name); });          \
+  }
+  IWARPD_SCTP_TUNABLES(IWARPD_SCTP_KEY)
+#undef IWARPD_SCTP_KEY
+  EXPECT_EQ(keys, 12);
+}
+
+TEST(ConfigIwarp, EveryKeyOfTheTableIsAKeyWithItsRange) {
+  absl::StatusOr<Config> d = LoadConfigString(kMinimal);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->iwarp, IwarpConfig{});
+  const std::string printed = PrintedSection(*d, "iwarp");
+  EXPECT_NE(printed.find("\n  rtr_types: [write, read]\n"), std::string::npos) << printed;
+  int keys = 0;
+#define IWARPD_IWARP_KEY(kind, type, name, def, lo, hi)                                        \
+  {                                                                                            \
+    ++keys;                                                                                    \
+    EXPECT_EQ(d->iwarp.name, type(def)) << #name;                                              \
+    const std::string k = #name;                                                               \
+    EXPECT_NE(printed.find("  " + k + ": "), std::string::npos) << k << "\n" << printed;       \
+    if (std::string(#kind) == "Uint") {                                                        \
+      EXPECT_NE(printed.find(absl::StrCat("  ", k, ": ", uint64_t(def), "\n")),                \
+                std::string::npos)                                                             \
+          << k;                                                                                \
+    }                                                                                          \
+    Expect##kind##Key("iwarp", k, lo, hi,                                                      \
+                      [](const Config& c) { return static_cast<uint64_t>(c.iwarp.name); });   \
+  }
+  IWARPD_IWARP_KEYS(IWARPD_IWARP_KEY)
+#undef IWARPD_IWARP_KEY
+  EXPECT_EQ(keys, 18);
+}
+
+TEST(ConfigWorkers, EveryKeyOfTheTableIsAKeyWithItsRange) {
+  absl::StatusOr<Config> d = LoadConfigString(kMinimal);
+  ASSERT_TRUE(d.ok()) << d.status();
+  WorkerConfig expected;
+  expected.lcores = {1};
+  EXPECT_EQ(d->workers, expected);
+  const std::string printed = PrintedSection(*d, "workers");
+  EXPECT_EQ(printed.rfind("  lcores: [1]\n", 0), 0u) << printed;
+  int keys = 0;
+#define IWARPD_WORKERS_KEY(kind, type, name, def, lo, hi)                                      \
+  {                                                                                            \
+    ++keys;                                                                                    \
+    EXPECT_EQ(WorkerConfig{}.name, type(def)) << #name;                                        \
+    const std::string k = #name;                                                               \
+    EXPECT_NE(printed.find("  " + k + ": "), std::string::npos) << k << "\n" << printed;       \
+    if (k != "lcores") {                                                                       \
+      EXPECT_NE(printed.find(absl::StrCat("  ", k, ": ", AsNumber(type(def)), "\n")),          \
+                std::string::npos)                                                             \
+          << k;                                                                                \
+    }                                                                                          \
+    Expect##kind##Key("workers", k, lo, hi,                                                    \
+                      [](const Config& c) { return AsNumber(c.workers.name); });               \
+  }
+  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_KEY)
+#undef IWARPD_WORKERS_KEY
+  EXPECT_EQ(keys, 5);
 }
 
 }  // namespace

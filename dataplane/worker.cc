@@ -194,24 +194,14 @@ absl::Status Worker::InitSctp() {
   const config::SctpConfig& c = cfg_.sctp;
   const uint32_t mtu = tcp_mtu_ == 0 ? 1500 : tcp_mtu_;
   sctp::EndpointConfig ec;
+  // Every sctp: key but `enabled` (the table's rows name their members).
+  sctp::ApplyTunables(c, &ec);
   ec.local_ip = local_addrs_[0].addr;
   ec.host.max_packet = mtu - kIpv4MinHeaderLen;
-  ec.host.tx_queue_packets = c.tx_queue_packets;
-  ec.host.max_chunks_on_queue = c.max_chunks_on_queue;
-  ec.association.streams = c.streams;
   ec.association.path_mtu = mtu;
-  ec.association.send_buffer = c.send_buffer_bytes;
-  ec.association.receive_buffer = c.receive_buffer_bytes;
-  ec.association.rto_initial_ms = c.rto_initial_ms;
-  ec.association.rto_min_ms = c.rto_min_ms;
-  ec.association.rto_max_ms = c.rto_max_ms;
-  ec.association.delayed_sack_ms = c.delayed_sack_ms;
-  ec.association.sack_frequency = c.sack_frequency;
   // The DDP reorder store and window from the buffers (the config loader
   // refused buffers beyond 32767 full-size chunks, RFC 5043 10).
   sctp::SizeReorderStore(&ec.association);
-  ec.max_peers = c.max_peers;
-  ec.max_associations = c.max_associations;
   ec.max_listeners = static_cast<uint32_t>(cfg_.services.size()) + 8;
   // Created on the control thread before the lcore starts; from then on
   // only this worker's loop calls into it (the launch orders the two).

@@ -8,6 +8,20 @@
 
 namespace iwarp::sctp {
 
+// The tunables' defaults are the endpoint's: a daemon without an sctp:
+// section runs the endpoint the way EndpointConfig{} does.
+constexpr bool TunableDefaultsAreTheEndpoints() {
+  const EndpointConfig endpoint;
+  const SctpTunables tunables;
+#define IWARPD_SCTP_SAME_DEFAULT(kind, type, name, def, lo, hi, member) \
+  if (endpoint.member != tunables.name) return false;
+  IWARPD_SCTP_TUNABLES(IWARPD_SCTP_SAME_DEFAULT)
+#undef IWARPD_SCTP_SAME_DEFAULT
+  return true;
+}
+static_assert(TunableDefaultsAreTheEndpoints(),
+              "sctp/sctp_tunables.h: a default differs from EndpointConfig's");
+
 std::string_view EndpointCounterName(EndpointCounter c) {
   switch (c) {
 #define IWARP_SCTP_X(e, n, d) \

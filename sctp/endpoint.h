@@ -59,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "common/bytes.h"
 #include "sctp/ddp_session.h"
+#include "sctp/sctp_tunables.h"
 #include "sctp/session_engine.h"
 #include "sctp/usrsctp_host.h"
 
@@ -111,6 +112,16 @@ struct EndpointConfig {
   // configs): chunks sent between two Drain() calls share packets.
   bool bundle_sends = true;
 };
+
+// Copies the tunables (sctp/sctp_tunables.h: the daemon's sctp: keys) into
+// the EndpointConfig members their table rows name; the members no tunable
+// names (local_ip, host.max_packet, association.path_mtu, the reorder store,
+// max_listeners, ...) are left as they are.
+inline void ApplyTunables(const SctpTunables& t, EndpointConfig* config) {
+#define IWARPD_SCTP_APPLY(kind, type, name, def, lo, hi, member) config->member = t.name;
+  IWARPD_SCTP_TUNABLES(IWARPD_SCTP_APPLY)
+#undef IWARPD_SCTP_APPLY
+}
 
 // Where Drain() delivers packets: one SCTP packet (common header + chunks,
 // CRC32c filled in) for the IPv4 address `dst_ip` (host byte order). The span
