@@ -924,10 +924,10 @@ def scenario(args, work, pktgen_bin, tap_so):
 
         log("")
         log("pktgen version: %s" % version)
-        log("pktgen: sent %d frames, received %d, oerrors %d, imissed %d (its flood loop "
-            "counted %d ms: pktgen.delay runs late on a busy machine; the flood lasted about "
-            "%.1f s by the clock)" % (sent, res["rx"], res.get("oerrors", 0),
-                                      res.get("imissed", 0), res["ms"], flood_wall))
+        log("pktgen: sent %d frames, received %d, oerrors %d, imissed %d (the script's "
+            "flood lasted %d ms by its clock, the harness's %.1f s from start to stop)" %
+            (sent, res["rx"], res.get("oerrors", 0), res.get("imissed", 0), res["ms"],
+             flood_wall))
         log("A's SCTP counters during the flood run (non-zero): " +
             ", ".join("%s %d" % (k, dA(k)) for k in sorted(a3.sctp) if isinstance(
                 a3.sctp[k], int) and dA(k)))
