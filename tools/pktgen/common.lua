@@ -58,17 +58,18 @@ end
 -- pktgen 23.06.1 turns the rate into a burst interval from the port's link
 -- speed; its screen refresh (a thread of its own) re-reads the link by
 -- zeroing the record first, so a rate computed meanwhile sees speed 0 and
--- sends one burst a minute (a flood that sent nothing). Call this once the
--- port is set up: it waits for the link, turns the screen off (nothing
--- rewrites the record then) and only then sets the rate.
-function link_up_then_rate(rate)
+-- sends one burst a minute (a flood that sent nothing; 30-40 s stalls in
+-- the middle of a transmit count). Call this once the port is set up: it
+-- waits (at most 10 s) for the link, writes the link line and turns the
+-- screen off, after which nothing rewrites the record. Set the rate (and
+-- burst) after it.
+function link_up_screen_off()
   local t0 = now_ms()
   while string.sub(pktgen.linkState("0")[0], 1, 4) ~= "<UP-" and now_ms() - t0 < 10000 do
     pktgen.delay(10)
   end
   emit("link " .. pktgen.linkState("0")[0])
   pktgen.screen("off")
-  pktgen.set("0", "rate", rate)
 end
 
 local ok, info = pcall(function() return pktgen.info end)

@@ -15,10 +15,6 @@
 -- SETTLE_MS.
 dofile(COMMON)
 
-local function link_up()
-  return string.sub(pktgen.linkState("0")[0], 1, 4) == "<UP-"
-end
-
 -- Sends `count` frames; returns how many ms (wall clock) that took, the end
 -- polled every 10 ms.
 local function send(count)
@@ -37,18 +33,7 @@ pktgen.set_ipaddr("0", "src", SRC_IP)
 pktgen.process("0", "on")
 pktgen.pcap("0", "on")
 sleep_ms(SETTLE_MS)
-local waited = now_ms()
-while not link_up() and now_ms() - waited < 10000 do
-  pktgen.delay(10)
-end
-emit("link " .. pktgen.linkState("0")[0])
--- pktgen 23.06.1 turns the rate into a burst interval from the port's link
--- speed; its screen refresh (a thread of its own) re-reads the link by
--- zeroing the record first, so a rate computed meanwhile sees speed 0 and
--- sends one burst a minute (seen as 30-40 s stalls in the middle of a
--- transmit count). With the screen off nothing rewrites the record: the rate
--- (and burst) are set once, after the link came up.
-pktgen.screen("off")
+link_up_screen_off()
 if BURST > 0 then pktgen.set("0", "burst", BURST) end
 pktgen.set("0", "rate", RATE)
 emit("ready")

@@ -80,16 +80,8 @@ end
 sync("start")
 pktgen.pcap("0", "on")
 sleep_ms(SETTLE_MS)
-local waited = now_ms()
-while string.sub(pktgen.linkState("0")[0], 1, 4) ~= "<UP-" and now_ms() - waited < 10000 do
-  pktgen.delay(10)
-end
-emit("link " .. pktgen.linkState("0")[0])
--- pktgen 23.06.1 turns the rate into a burst interval from the port's link
--- speed, and its screen refresh re-reads the link by zeroing the record
--- first: a rate set meanwhile sends one burst a minute. With the screen off
--- the record stays (see fpdu.lua).
-pktgen.screen("off")
+-- Each trial sets its rate after this (common.lua).
+link_up_screen_off()
 
 local lo, hi = nil, nil
 for _, rate in ipairs(RATES) do

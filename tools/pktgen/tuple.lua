@@ -9,7 +9,8 @@
 dofile(COMMON)
 
 pktgen.pcap("0", "on")
-link_up_then_rate(100)
+link_up_screen_off()
+pktgen.set("0", "rate", 100)
 sleep_ms(SETTLE_MS)
 local a = port_counters()
 emit("ready")
