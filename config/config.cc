@@ -52,12 +52,14 @@ constexpr uint64_t kMaxQueues = 64;
 constexpr uint64_t kMinDescriptors = 64;
 constexpr uint64_t kMaxDescriptors = 16384;
 constexpr size_t kMaxInterfaces = 64;
+// The upper bound of `key` in a key table X(kind, type, name, default, lo, hi)
+// (tcp:, iwarp:, workers:), for the checks below that tie a table's range to
+// a limit used elsewhere; 0 when no row names it.
+#define IWARPD_ROW_HI(kind, type, name, def, lo, hi) \
+  if (key == #name) return hi;
 // workers: the ranges are in the table (config.h); lcores share eal's.
 constexpr uint64_t WorkersKeyHi(std::string_view key) {
-#define IWARPD_WORKERS_HI(kind, type, name, def, lo, hi) \
-  if (key == #name) return hi;
-  IWARPD_WORKERS_KEYS(IWARPD_WORKERS_HI)
-#undef IWARPD_WORKERS_HI
+  IWARPD_WORKERS_KEYS(IWARPD_ROW_HI)
   return 0;
 }
 static_assert(WorkersKeyHi("lcores") == kMaxLcore, "workers.lcores has eal.main_lcore's range");
@@ -97,10 +99,7 @@ constexpr uint64_t kMaxImpairReorderGap = 64;
 constexpr uint64_t kMaxImpairMinPayload = 65535;
 // tcp: the ranges are tcp_lite's table (tcp_lite/tcp_tunables.h).
 constexpr uint64_t TcpTunableHi(std::string_view key) {
-#define IWARPD_TCP_HI(kind, type, name, def, lo, hi) \
-  if (key == #name) return hi;
-  IWARPD_TCP_TUNABLES(IWARPD_TCP_HI)
-#undef IWARPD_TCP_HI
+  IWARPD_TCP_TUNABLES(IWARPD_ROW_HI)
   return 0;
 }
 static_assert(TcpTunableHi("mss") == kMaxMtu - 40, "tcp.mss must fit the largest port MTU");
@@ -113,12 +112,10 @@ constexpr uint64_t kMaxSourceConnections = 65536;
 constexpr uint64_t kMaxIwarpMessage = 16 << 20;  // 16 MiB
 constexpr uint64_t kMaxIwarpRegion = uint64_t{1} << 30;
 constexpr uint64_t IwarpKeyHi(std::string_view key) {
-#define IWARPD_IWARP_HI(kind, type, name, def, lo, hi) \
-  if (key == #name) return hi;
-  IWARPD_IWARP_KEYS(IWARPD_IWARP_HI)
-#undef IWARPD_IWARP_HI
+  IWARPD_IWARP_KEYS(IWARPD_ROW_HI)
   return 0;
 }
+#undef IWARPD_ROW_HI
 static_assert(IwarpKeyHi("recv_buffer_bytes") == kMaxIwarpMessage,
               "a service's message_bytes is bounded like iwarp.recv_buffer_bytes");
 static_assert(IwarpKeyHi("scratch_bytes") == kMaxIwarpRegion,
